@@ -1,0 +1,63 @@
+package io.treeline.core;
+
+import java.util.Locale;
+
+/**
+ * Element types a collective can carry. The half-precision types ({@link #F16}, {@link #BF16})
+ * accumulate in f32 inside one reduce call and are rounded once, to nearest even, on store.
+ * Integer types wrap in their own width (two's complement; {@link #U8} unsigned).
+ */
+public enum DataType {
+  F32(4, "float32", true),
+  F64(8, "float64", true),
+  F16(2, "float16", true),
+  BF16(2, "bfloat16", true),
+  I32(4, "int32", false),
+  I64(8, "int64", false),
+  U8(1, "uint8", false);
+
+  private final int size;
+  private final String longName;
+  private final boolean floating;
+
+  DataType(int size, String longName, boolean floating) {
+    this.size = size;
+    this.longName = longName;
+    this.floating = floating;
+  }
+
+  /** Bytes per element. */
+  public int size() {
+    return size;
+  }
+
+  /** The name nccl-tests and PyTorch use ("float32", "bfloat16", ...). */
+  public String longName() {
+    return longName;
+  }
+
+  public boolean isFloating() {
+    return floating;
+  }
+
+  /** Accepts "f32", "float32", "F32", "bf16", "bfloat16", ... */
+  public static DataType parse(String s) {
+    String k = s.trim().toLowerCase(Locale.ROOT);
+    for (DataType t : values()) {
+      if (t.name().toLowerCase(Locale.ROOT).equals(k) || t.longName.equals(k)) {
+        return t;
+      }
+    }
+    switch (k) {
+      case "float": return F32;
+      case "double": return F64;
+      case "half": return F16;
+      case "int": return I32;
+      case "long": return I64;
+      case "byte": return U8;
+      default:
+        throw new IllegalArgumentException("unknown data type '" + s
+            + "'; expected one of f32, f64, f16, bf16, i32, i64, u8");
+    }
+  }
+}

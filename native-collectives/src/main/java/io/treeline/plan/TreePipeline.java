@@ -1,0 +1,91 @@
+package io.treeline.plan;
+
+/**
+ * The per-rank program of a pipelined tree allreduce, shared by {@link DoubleBinaryTree} and
+ * {@link Hierarchical}. Each chunk is split in two halves, half t going over tree t, and both
+ * trees of chunk c reduce upwards before chunk c-1 is broadcast down, so that a rank always has
+ * an up-going and a down-going chunk in flight (seed 003: NCCL's proxy posts the receive from
+ * the parent before the sends to the children complete).
+ *
+ * <p>Going up, a rank receives and reduces from each child in order, starting from {@code acc}
+ * (INPUT, or OUTPUT when an earlier phase left a partial there), and sends the sum to its
+ * parent; the root's last reduce finishes the value. Going down it receives the final value
+ * from its parent and forwards it to its children.
+ */
+final class TreePipeline {
+  /** A rank's place in one tree: whom it hears from going up and whom it tells going down. */
+  record Role(int[] upFrom, int upTo, int downFrom, int[] downTo) {
+  }
+
+  private TreePipeline() {
+  }
+
+  /**
+   * @param roles the rank's role in tree 0 and tree 1
+   * @param lanes the lane each tree's messages travel on
+   * @param lo first element of the region the trees reduce
+   * @param count elements in that region
+   */
+  static void emit(Schedule s, Role[] roles, int[] lanes, Buf acc, long lo, long count,
+      long chunkElems, int align) {
+    long chunks = Math.max(1, (count + chunkElems - 1) / chunkElems);
+    for (long c = 0; c <= chunks; c++) {
+      if (c < chunks) {
+        for (int t = 0; t < 2; t++) {
+          up(s, roles[t], lanes[t], acc, half(lo, count, chunkElems, c, t, align, true),
+              half(lo, count, chunkElems, c, t, align, false));
+        }
+      }
+      if (c > 0) {
+        for (int t = 0; t < 2; t++) {
+          down(s, roles[t], lanes[t], half(lo, count, chunkElems, c - 1, t, align, true),
+              half(lo, count, chunkElems, c - 1, t, align, false));
+        }
+      }
+    }
+  }
+
+  /** Offset (first=true) or length of tree t's half of chunk c. */
+  private static long half(long lo, long count, long chunkElems, long c, int t, int align,
+      boolean first) {
+    long cLo = c * chunkElems;
+    long cLen = Math.min(chunkElems, count - cLo);
+    if (cLen <= 0) {
+      return first ? lo + count : 0;
+    }
+    long hLo = Slices.lo(cLen, 2, t, align);
+    return first ? lo + cLo + hLo : Slices.size(cLen, 2, t, align);
+  }
+
+  private static void up(Schedule s, Role r, int lane, Buf acc, long off, long n) {
+    if (n == 0) {
+      return;
+    }
+    Buf cur = acc;
+    for (int i = 0; i < r.upFrom.length; i++) {
+      boolean last = i == r.upFrom.length - 1;
+      s.recvReduce(r.upFrom[i], lane, cur, off, n, last && r.upTo < 0);
+      cur = Buf.OUTPUT;
+    }
+    if (r.upTo >= 0) {
+      s.send(r.upTo, lane, cur, off, n);
+    } else if (r.upFrom.length == 0) {
+      if (acc != Buf.INPUT) {
+        throw new IllegalStateException("a one-vertex tree can only start from INPUT");
+      }
+      s.copy(off, n, true); // a tree of one vertex
+    }
+  }
+
+  private static void down(Schedule s, Role r, int lane, long off, long n) {
+    if (n == 0) {
+      return;
+    }
+    if (r.downFrom >= 0) {
+      s.recvCopy(r.downFrom, lane, off, n);
+    }
+    for (int child : r.downTo) {
+      s.send(child, lane, Buf.OUTPUT, off, n);
+    }
+  }
+}
