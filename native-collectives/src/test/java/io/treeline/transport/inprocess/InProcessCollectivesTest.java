@@ -1,0 +1,183 @@
+package io.treeline.transport.inprocess;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.treeline.core.DataType;
+import io.treeline.core.ReduceOp;
+import io.treeline.exec.CollectiveException;
+import io.treeline.plan.Algorithm;
+import io.treeline.plan.PlanConfig;
+import io.treeline.plan.Slices;
+import io.treeline.plan.Topology;
+import io.treeline.testing.Elements;
+import io.treeline.testing.Ranks;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/** Plans executed on real numbers by threads, against the float64 reference. */
+class InProcessCollectivesTest {
+  private static final PlanConfig SMALL_CHUNKS = PlanConfig.DEFAULT.withChunkBytes(4096);
+  private static final Duration TIMEOUT = Duration.ofSeconds(60);
+  private static final Topology[] TOPOLOGIES = {Topology.uniform(1, 1), Topology.uniform(1, 4),
+      Topology.uniform(2, 1), Topology.uniform(2, 2), Topology.uniform(3, 2),
+      Topology.of(3, 1, 2)};
+  private static final long[] SIZES = {0, 1, 2, 13, 1021, 20011};
+
+  /** One collective call: every rank's input, and the reference every rank must end with. */
+  private record Case(Algorithm algo, DataType type, ReduceOp op, long count, double[][] in) {
+  }
+
+  @Test
+  void allReduceEveryAlgorithmTypeOpAndOddSizeMatchesTheReferenceAndRanksAgreeBitForBit() {
+    for (Topology topo : TOPOLOGIES) {
+      Random rnd = new Random(topo.hashCode());
+      List<Case> cases = new ArrayList<>();
+      for (Algorithm a : Algorithm.values()) {
+        if (!a.supports(topo)) {
+          continue;
+        }
+        for (DataType t : DataType.values()) {
+          for (ReduceOp op : ReduceOp.values()) {
+            for (long count : SIZES) {
+              double[][] in = new double[topo.size()][];
+              for (int r = 0; r < in.length; r++) {
+                in[r] = Elements.random(rnd, count, t, op);
+              }
+              cases.add(new Case(a, t, op, count, in));
+            }
+          }
+        }
+      }
+      ByteBuffer[][] outs = new ByteBuffer[cases.size()][topo.size()];
+      try (InProcessGroup g = new InProcessGroup(topo, SMALL_CHUNKS, TIMEOUT)) {
+        Ranks.run(topo.size(), 300_000, r -> {
+          for (int c = 0; c < cases.size(); c++) {
+            Case k = cases.get(c);
+            ByteBuffer in = Elements.direct(k.count, k.type);
+            for (int i = 0; i < k.count; i++) {
+              Elements.put(in, i, k.in[r][i], k.type);
+            }
+            ByteBuffer out = Elements.direct(k.count, k.type);
+            g.rank(r).allReduce(k.algo, in, out, k.count, k.type, k.op);
+            outs[c][r] = out;
+          }
+        });
+      }
+      for (int c = 0; c < cases.size(); c++) {
+        Case k = cases.get(c);
+        String what = k.algo.id() + " " + k.type + " " + k.op + " on " + topo + ", count "
+            + k.count;
+        check(what, k, outs[c][0], 0, k.count);
+        for (int r = 1; r < topo.size(); r++) {
+          assertEquals(outs[c][0], outs[c][r], what + ": rank " + r + " differs from rank 0");
+        }
+      }
+    }
+  }
+
+  private static void check(String what, Case k, ByteBuffer out, long lo, long hi) {
+    for (int i = (int) lo; i < hi; i++) {
+      if (k.type.isFloating()) {
+        double ref = Elements.reference(k.in, i, k.type, k.op);
+        double got = Elements.get(out, i, k.type);
+        double tol = Elements.tolerance(k.in, i, k.type, k.op);
+        assertTrue(Math.abs(got - ref) <= tol, what + " element " + i + ": " + got + " vs "
+            + ref + " (tolerance " + tol + ")");
+      } else {
+        assertEquals(Elements.referenceLong(k.in, i, k.type, k.op),
+            Elements.getLong(out, i, k.type), what + " element " + i);
+      }
+    }
+  }
+
+  @Test
+  void reduceScatterAllGatherAndBroadcastOnRealNumbers() {
+    for (Topology topo : TOPOLOGIES) {
+      int n = topo.size();
+      Random rnd = new Random(7 + n);
+      for (long count : SIZES) {
+        DataType t = DataType.F64;
+        double[][] in = new double[n][];
+        for (int r = 0; r < n; r++) {
+          in[r] = Elements.random(rnd, count, t, ReduceOp.SUM);
+        }
+        Case k = new Case(null, t, ReduceOp.AVG, count, in);
+        ByteBuffer[][] outs = new ByteBuffer[3][n];
+        int root = n - 1;
+        int align = SMALL_CHUNKS.alignElements(t.size());
+        try (InProcessGroup g = new InProcessGroup(topo, SMALL_CHUNKS, TIMEOUT)) {
+          Ranks.run(n, 60_000, r -> {
+            ByteBuffer buf = Elements.direct(count, t);
+            for (int i = 0; i < count; i++) {
+              Elements.put(buf, i, in[r][i], t);
+            }
+            outs[0][r] = Elements.direct(count, t);
+            g.rank(r).reduceScatter(buf, outs[0][r], count, t, ReduceOp.AVG);
+            outs[1][r] = Elements.direct(count, t);
+            g.rank(r).allGather(buf, outs[1][r], count, t);
+            outs[2][r] = Elements.direct(count, t);
+            g.rank(r).broadcast(buf, outs[2][r], count, t, root);
+          });
+        }
+        for (int r = 0; r < n; r++) {
+          String what = topo + " count " + count + " rank " + r;
+          check("reduce-scatter " + what, k, outs[0][r], Slices.lo(count, n, r, align),
+              Slices.hi(count, n, r, align));
+          for (int i = 0; i < count; i++) {
+            int owner = 0;
+            while (Slices.hi(count, n, owner, align) <= i) {
+              owner++;
+            }
+            assertEquals(in[owner][i], Elements.get(outs[1][r], i, t), "all-gather " + what);
+            assertEquals(in[root][i], Elements.get(outs[2][r], i, t), "broadcast " + what);
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void aRankThatNeverArrivesMakesEveryOtherRankFailNamingPeerPhaseAndTimeout() {
+    Topology topo = Topology.uniform(1, 3);
+    try (InProcessGroup g = new InProcessGroup(topo, SMALL_CHUNKS, Duration.ofMillis(300))) {
+      List<Throwable> errors = Ranks.runAll(3, 30_000, r -> {
+        if (r == 2) {
+          return; // rank 2 skips the collective
+        }
+        ByteBuffer b = Elements.direct(100, DataType.F32);
+        g.rank(r).allReduce(Algorithm.ONESHOT, b, Elements.direct(100, DataType.F32), 100,
+            DataType.F32, ReduceOp.SUM);
+      });
+      for (int r = 0; r < 2; r++) {
+        Throwable e = errors.get(r);
+        assertNotNull(e, "rank " + r + " should have failed");
+        assertInstanceOf(CollectiveException.class, e);
+        String m = e.getMessage();
+        assertTrue(m.startsWith("rank " + r + ", peer "), m);
+        assertTrue(m.contains("oneshot"), m);
+        assertTrue(m.contains("timed out after 300 ms") || m.contains("aborted because rank"), m);
+      }
+    }
+  }
+
+  @Test
+  void ranksCallingDifferentSizesFailInsteadOfHanging() {
+    Topology topo = Topology.uniform(2, 1);
+    try (InProcessGroup g = new InProcessGroup(topo, SMALL_CHUNKS, Duration.ofSeconds(2))) {
+      List<Throwable> errors = Ranks.runAll(2, 30_000, r -> {
+        long count = r == 0 ? 100 : 200;
+        g.rank(r).allReduce(Algorithm.RING, Elements.direct(count, DataType.F32),
+            Elements.direct(count, DataType.F32), count, DataType.F32, ReduceOp.SUM);
+      });
+      assertTrue(errors.stream().anyMatch(e -> e instanceof CollectiveException
+          && e.getMessage().contains("different plans")), String.valueOf(errors));
+    }
+  }
+}
