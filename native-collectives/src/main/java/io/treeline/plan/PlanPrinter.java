@@ -15,7 +15,7 @@ public final class PlanPrinter {
     StringBuilder b = new StringBuilder();
     Topology t = p.topology();
     b.append(String.format("plan %s %s: %d nodes, %d ranks (%s), %d x %s = %s, chunk %s, "
-            + "%d lane(s), %d steps%n", p.algorithm(), p.collective().name().toLowerCase(),
+            + "%d lane(s), %d steps%n", p.algorithm(), p.collective().name().toLowerCase().replace("_", ""),
         t.nodes(), t.size(), t, p.count(), p.type().name().toLowerCase(), bytes(p.bytes()),
         bytes(p.config().chunkBytes()), p.lanes(), p.totalSteps()));
     if (!p.trees().isEmpty()) {
@@ -76,7 +76,7 @@ public final class PlanPrinter {
     StringBuilder b = new StringBuilder(64 + p.totalSteps() * 64);
     Topology t = p.topology();
     b.append("{\"algorithm\":\"").append(p.algorithm()).append("\",\"collective\":\"")
-        .append(p.collective().name().toLowerCase()).append("\",\"dtype\":\"")
+        .append(p.collective().name().toLowerCase().replace("_", "")).append("\",\"dtype\":\"")
         .append(p.type().name().toLowerCase()).append("\",\"count\":").append(p.count())
         .append(",\"bytes\":").append(p.bytes()).append(",\"chunkBytes\":")
         .append(p.config().chunkBytes()).append(",\"nodes\":").append(t.nodes())
