@@ -1,0 +1,98 @@
+package io.treeline.examples.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class TreelineCliTest {
+  private record Result(int code, String out, String err) {
+  }
+
+  private static Result run(String... argv) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream saved = System.out;
+    try {
+      System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+      int code = Treeline.run(argv, System.out, new PrintStream(err, true,
+          StandardCharsets.UTF_8));
+      return new Result(code, out.toString(StandardCharsets.UTF_8),
+          err.toString(StandardCharsets.UTF_8));
+    } finally {
+      System.setOut(saved);
+    }
+  }
+
+  @Test
+  void planJsonHasBothTreesIndexedByNodeAsNcclBuildsThem() {
+    Result r = run("plan", "--nodes", "5", "--gpus", "8", "--algo", "dbt", "--bytes", "1M",
+        "--json");
+    assertEquals(0, r.code, r.err);
+    // 5 nodes, odd: tree 2 is tree 1 shifted by one; roots 0 and 1
+    assertTrue(r.out.contains("\"trees\":[[{\"node\":0,\"parent\":-1,\"children\":[4]},"
+        + "{\"node\":1,\"parent\":2,\"children\":[]},{\"node\":2,\"parent\":4,\"children\":"
+        + "[1,3]},{\"node\":3,\"parent\":2,\"children\":[]},{\"node\":4,\"parent\":0,"
+        + "\"children\":[2]}],[{\"node\":0,\"parent\":1,\"children\":[3]},{\"node\":1,"
+        + "\"parent\":-1,\"children\":[0]}"), r.out);
+    assertTrue(r.out.contains("\"ranks\":40"), r.out);
+  }
+
+  @Test
+  void planVerifyPrintsWhatItProved() {
+    Result r = run("plan", "--nodes", "4", "--gpus", "8", "--algo", "hierarchical", "--bytes",
+        "1M", "--verify", "--no-steps");
+    assertEquals(0, r.code, r.err);
+    assertTrue(r.out.contains("verified: 32 ranks on 4 nodes"), r.out);
+    assertTrue(r.out.contains("exactly once"), r.out);
+    assertTrue(r.out.contains("across nodes per node: sent"), r.out);
+    assertTrue(!r.out.contains("\nrank 0 "), "--no-steps lists no steps");
+  }
+
+  @Test
+  void mistakesExitWithCodeTwoAndSayWhatIsWrong() {
+    Result r = run("plan", "--nodes", "2", "--algo", "oneshot");
+    assertEquals(2, r.code);
+    assertTrue(r.err.contains("runs inside one node"), r.err);
+    Result u = run("plan", "--bogus");
+    assertEquals(2, u.code);
+    assertTrue(u.err.contains("unknown option --bogus"), u.err);
+    Result s = run("plan", "--bytes", "lots");
+    assertEquals(2, s.code);
+    assertTrue(s.err.contains("takes a size like"), s.err);
+    assertEquals(2, run("frobnicate").code);
+  }
+
+  @Test
+  void everyCommandHasHelp() {
+    for (String c : List.of("plan", "bench")) {
+      Result r = run(c, "--help");
+      assertEquals(0, r.code);
+      assertTrue(r.out.startsWith("usage: ./treeline " + c), r.out);
+    }
+  }
+
+  @Test
+  void benchPrintsAnNcclTestsTableChecksResultsAndWritesCsvAndPng(@TempDir Path dir)
+      throws Exception {
+    Result r = run("bench", "--ranks-per-node", "3", "--algo", "auto,ring,twoshot",
+        "--max-bytes", "64K", "--factor", "16", "--iters", "3", "--warmup", "1", "--dtype",
+        "bf16", "--out", dir.toString());
+    assertEquals(0, r.code, r.out + r.err);
+    assertTrue(r.out.contains("#wrong"), r.out);
+    assertTrue(r.out.contains("# out of bounds values : 0 OK"), r.out);
+    List<String> csv = Files.readAllLines(dir.resolve("bench.csv"));
+    assertTrue(csv.get(0).startsWith("size_bytes,count,dtype,op,algorithm"), csv.get(0));
+    assertEquals(1 + 4 * 3, csv.size(), String.join("\n", csv)); // 8 B..32 KiB x 3 algos
+    byte[] png = Files.readAllBytes(dir.resolve("bench.png"));
+    assertEquals((byte) 0x89, png[0]);
+    assertEquals('P', png[1]);
+  }
+}
