@@ -1,0 +1,501 @@
+package io.treeline.comm;
+
+import io.treeline.bootstrap.Bootstrap;
+import io.treeline.bootstrap.BootstrapException;
+import io.treeline.bootstrap.NodeIdentity;
+import io.treeline.core.DataType;
+import io.treeline.core.ReduceOp;
+import io.treeline.exec.BackoffIdleStrategy;
+import io.treeline.exec.CollectiveException;
+import io.treeline.exec.PlanRunner;
+import io.treeline.exec.RankTransport;
+import io.treeline.plan.Algorithm;
+import io.treeline.plan.Buf;
+import io.treeline.plan.Plan;
+import io.treeline.plan.Ring;
+import io.treeline.plan.Topology;
+import io.treeline.plan.TreeBroadcast;
+import io.treeline.plan.TwoShot;
+import io.treeline.reduce.HostReducer;
+import io.treeline.transport.shm.SharedSegment;
+import io.treeline.transport.tcp.PeerLinks;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Collectives across processes on host memory: shared-memory segments between the ranks of a
+ * node (peers read each other's buffers in place), TCP between nodes, plans from
+ * {@code io.treeline.plan} run by a {@link PlanRunner}.
+ *
+ * <p>Setup: each rank maps a segment of its own, opens a TCP listener, and all-gathers
+ * {@link PeerInfo} through the {@link Bootstrap}; the ranks then agree on the {@link Topology}
+ * (nodes in order of their lowest rank, ranks node-major inside it: the "topology rank" that
+ * orders reduce-scatter and all-gather slices), map their node peers' segments, and each
+ * deletes its segment file once all peers have mapped it.
+ *
+ * <p>Every collective runs on the communicator's own thread, in call order: the synchronous
+ * methods wait for it, the {@code *Async} ones return a {@link Handle}. Data is copied into
+ * this rank's segment and the result copied out (direct, native-order buffers; in and out may
+ * be the same buffer). Allreduces and broadcasts larger than a segment run in windows.
+ *
+ * <p>A failure marks the communicator broken: its peers are told (the segment's abort word,
+ * closed sockets) so that they fail at once, and every later call fails with the first cause.
+ * {@link #close} releases segments, mappings, sockets and threads, after a failure too.
+ */
+public final class Communicator implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger("io.treeline.comm");
+
+  private final Bootstrap bootstrap;
+  private final CommConfig config;
+  private final Topology topology;
+  private final int rank;
+  private final int planRank;
+  private final int[] planOf;
+  private final SharedSegment own;
+  private final SharedSegment[] segments;
+  private final long[] pids;
+  private final PeerLinks links;
+  private final ExecutorService worker;
+  private final Transport transport = new Transport();
+  private final PlanRunner runner;
+  private final HostReducer copier = new HostReducer();
+  private final Map<String, Plan> plans = new HashMap<>();
+  private volatile Throwable broken;
+  private volatile boolean closed;
+  private long sequence;
+
+  private Communicator(Bootstrap bootstrap, CommConfig config, Topology topology, int[] planOf,
+      SharedSegment own, SharedSegment[] segments, long[] pids, PeerLinks links) {
+    this.bootstrap = bootstrap;
+    this.config = config;
+    this.topology = topology;
+    this.rank = bootstrap.rank();
+    this.planOf = planOf;
+    this.planRank = planOf[rank];
+    this.own = own;
+    this.segments = segments;
+    this.pids = pids;
+    this.links = links;
+    this.runner = new PlanRunner(transport, topology.maxLocalSize());
+    this.worker = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "treeline-comm-" + bootstrap.rank());
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /** Set up a communicator over all ranks of {@code bootstrap}; collective: every rank calls it. */
+  public static Communicator create(Bootstrap bootstrap, CommConfig config) {
+    int rank = bootstrap.rank();
+    int n = bootstrap.size();
+    Duration timeout = config.timeout();
+    ServerSocketChannel listener = null;
+    SharedSegment own = null;
+    SharedSegment[] segs = new SharedSegment[n];
+    PeerLinks links = null;
+    try {
+      String host = bindHost();
+      listener = ServerSocketChannel.open();
+      listener.bind(new InetSocketAddress(InetAddress.getByName(host), 0), 1024);
+      int port = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+      long pid = ProcessHandle.current().pid();
+      Path path = SharedSegment.directory().resolve("treeline-" + jobTag(bootstrap.secret())
+          + "-r" + rank + "-p" + pid);
+      own = SharedSegment.create(path, rank, config.segmentBytes());
+      PeerInfo me = new PeerInfo(rank, NodeIdentity.local(), host, port, pid, path.toString());
+      byte[][] all = bootstrap.allGather(me.encode(), timeout);
+      PeerInfo[] infos = new PeerInfo[n];
+      for (int r = 0; r < n; r++) {
+        infos[r] = PeerInfo.decode(all[r]);
+        if (infos[r].rank() != r) {
+          throw new BootstrapException("rank " + rank + ": the bootstrap gave rank " + r
+              + "'s slot to rank " + infos[r].rank());
+        }
+      }
+      // nodes in order of their lowest rank, ranks node-major inside a node
+      Map<String, List<Integer>> byNode = new LinkedHashMap<>();
+      for (PeerInfo p : infos) {
+        byNode.computeIfAbsent(p.node(), k -> new ArrayList<>()).add(p.rank());
+      }
+      int[] perNode = new int[byNode.size()];
+      int[] planOf = new int[n];
+      int[] bootOf = new int[n];
+      int next = 0;
+      int k = 0;
+      for (List<Integer> ranks : byNode.values()) {
+        perNode[k++] = ranks.size();
+        for (int r : ranks) {
+          planOf[r] = next;
+          bootOf[next++] = r;
+        }
+      }
+      Topology topo = Topology.of(perNode);
+      int mine = planOf[rank];
+      long[] pids = new long[n];
+      InetSocketAddress[] addrs = new InetSocketAddress[n];
+      for (int p = 0; p < n; p++) {
+        PeerInfo info = infos[bootOf[p]];
+        pids[p] = info.pid();
+        addrs[p] = new InetSocketAddress(info.host(), info.port());
+        if (p == mine) {
+          segs[p] = own;
+        } else if (topo.sameNode(p, mine)) {
+          segs[p] = SharedSegment.open(Path.of(info.segment()), info.rank());
+        }
+      }
+      bootstrap.barrier(timeout); // every local peer has mapped our segment
+      own.unlink();
+      links = new PeerLinks(mine, bootstrap.secret(), listener, addrs,
+          (int) config.plan().chunkBytes(), config.slotsPerLane(), timeout);
+      return new Communicator(bootstrap, config, topo, planOf, own, segs, pids, links);
+    } catch (IOException | RuntimeException e) {
+      if (links != null) {
+        links.close();
+      } else if (listener != null) {
+        try {
+          listener.close();
+        } catch (IOException ignored) {
+          // closing anyway
+        }
+      }
+      for (SharedSegment s : segs) {
+        if (s != null) {
+          s.close();
+        }
+      }
+      if (own != null) {
+        own.close();
+      }
+      if (e instanceof BootstrapException b) {
+        throw b;
+      }
+      throw new BootstrapException("rank " + rank + ": cannot set up the communicator: " + e,
+          e);
+    }
+  }
+
+  private static String bindHost() throws IOException {
+    String forced = System.getenv("TREELINE_ADDR");
+    if (forced != null && !forced.isBlank()) {
+      return forced.trim();
+    }
+    String master = System.getenv("TREELINE_MASTER_ADDR");
+    if (master != null && InetAddress.getByName(master).isLoopbackAddress()) {
+      return "127.0.0.1";
+    }
+    return InetAddress.getLocalHost().getHostAddress();
+  }
+
+  private static String jobTag(byte[] secret) {
+    try {
+      byte[] h = MessageDigest.getInstance("SHA-256").digest(secret);
+      return HexFormat.of().formatHex(h, 0, 6);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  // ---- who is who ----------------------------------------------------------------------------
+
+  /** This rank, as the bootstrap numbers it. */
+  public int rank() {
+    return rank;
+  }
+
+  public int size() {
+    return topology.size();
+  }
+
+  /** This rank's place in node-major order: its slice of a reduce-scatter or all-gather. */
+  public int topologyRank() {
+    return planRank;
+  }
+
+  public int localRank() {
+    return topology.localRank(planRank);
+  }
+
+  public int localSize() {
+    return topology.localSize(topology.node(planRank));
+  }
+
+  public int nodeRank() {
+    return topology.node(planRank);
+  }
+
+  public int nodeCount() {
+    return topology.nodes();
+  }
+
+  public Topology topology() {
+    return topology;
+  }
+
+  public CommConfig config() {
+    return config;
+  }
+
+  /** Connections refused at this rank for a wrong secret or a bad frame. */
+  public int refusedConnections() {
+    return links.refusedConnections();
+  }
+
+  // ---- collectives ---------------------------------------------------------------------------
+
+  public void allReduce(ByteBuffer in, ByteBuffer out, long count, DataType type, ReduceOp op) {
+    allReduceAsync(in, out, count, type, op).await(config.timeout().multipliedBy(
+        windows(count, type)));
+  }
+
+  public Handle allReduceAsync(ByteBuffer in, ByteBuffer out, long count, DataType type,
+      ReduceOp op) {
+    return submit("allreduce", () -> windowed(in, out, count, type, (c) -> plan("ar", c, type,
+        -1, () -> algorithm(c * type.size()).allReduce(topology, type, c, config.plan())), op));
+  }
+
+  public void broadcast(ByteBuffer in, ByteBuffer out, long count, DataType type, int root) {
+    int r = planOf[root];
+    submit("broadcast", () -> windowed(in, out, count, type, (c) -> plan("bc", c, type, r,
+        () -> TreeBroadcast.broadcast(topology, type, c, r, config.plan())), ReduceOp.SUM))
+        .await(config.timeout().multipliedBy(windows(count, type)));
+  }
+
+  /** Rank {@link #topologyRank()} ends with its slice ({@code io.treeline.plan.Slices}) reduced. */
+  public void reduceScatter(ByteBuffer in, ByteBuffer out, long count, DataType type,
+      ReduceOp op) {
+    requireFits("reduceScatter", count, type);
+    submit("reducescatter", () -> whole(in, out, count, type, plan("rs", count, type, -1,
+        () -> topology.nodes() == 1 ? TwoShot.reduceScatter(topology, type, count,
+            config.plan()) : Ring.reduceScatter(topology, type, count, config.plan())), op))
+        .await(config.timeout());
+  }
+
+  /** Rank {@link #topologyRank()} contributes its slice of {@code in}; all ranks get all. */
+  public void allGather(ByteBuffer in, ByteBuffer out, long count, DataType type) {
+    requireFits("allGather", count, type);
+    submit("allgather", () -> whole(in, out, count, type, plan("ag", count, type, -1,
+        () -> Ring.allGather(topology, type, count, config.plan())), ReduceOp.SUM))
+        .await(config.timeout());
+  }
+
+  /** Returns when every rank has called it. */
+  public void barrier() {
+    ByteBuffer b = ByteBuffer.allocateDirect(4).order(java.nio.ByteOrder.nativeOrder());
+    allReduce(b, b, 1, DataType.I32, ReduceOp.SUM);
+  }
+
+  private Algorithm algorithm(long bytes) {
+    return config.algorithm() != null ? config.algorithm()
+        : config.selector().select(topology, bytes);
+  }
+
+  private interface PlanFor {
+    Plan of(long count);
+  }
+
+  private interface Body {
+    void run();
+  }
+
+  private Plan plan(String kind, long count, DataType type, int root,
+      java.util.function.Supplier<Plan> make) {
+    String key = kind + ':' + count + ':' + type + ':' + root;
+    Plan p = plans.get(key);
+    if (p == null) {
+      if (plans.size() > 256) {
+        plans.clear(); // a job with ever-new sizes must not grow without bound
+      }
+      p = make.get();
+      plans.put(key, p);
+    }
+    return p;
+  }
+
+  private long windowElements(DataType type) {
+    return config.segmentBytes() / type.size();
+  }
+
+  private long windows(long count, DataType type) {
+    return Math.max(1, (count + windowElements(type) - 1) / windowElements(type));
+  }
+
+  private void requireFits(String what, long count, DataType type) {
+    if (count * type.size() > config.segmentBytes()) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count + " x "
+          + type + " (" + count * type.size() + " bytes) exceeds the shared segment of "
+          + config.segmentBytes() + " bytes; raise segmentBytes (spark.treeline.segmentBytes)");
+    }
+  }
+
+  private Handle submit(String what, Body body) {
+    if (closed) {
+      throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
+    }
+    Future<?> f = worker.submit(() -> {
+      Throwable b = broken;
+      if (b != null) {
+        throw new CollectiveException(rank, -1, what, "the communicator failed earlier and "
+            + "cannot run more collectives: " + b.getMessage(), b);
+      }
+      try {
+        body.run();
+      } catch (RuntimeException | Error e) {
+        fail(e);
+        throw e;
+      }
+      return null;
+    });
+    return new Handle(f, rank, what);
+  }
+
+  private void fail(Throwable e) {
+    if (broken == null) {
+      broken = e;
+      own.abort();
+      LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": collective failed, telling the "
+          + "peers: " + e.getMessage());
+    }
+  }
+
+  private void windowed(ByteBuffer in, ByteBuffer out, long count, DataType type, PlanFor plans,
+      ReduceOp op) {
+    int es = type.size();
+    long window = windowElements(type);
+    for (long done = 0; done < count || (count == 0 && done == 0); done += window) {
+      long c = Math.min(window, count - done);
+      runOne(plans.of(c), in, done * es, out, done * es, c, type, op);
+      if (count == 0) {
+        break;
+      }
+    }
+  }
+
+  private void whole(ByteBuffer in, ByteBuffer out, long count, DataType type, Plan plan,
+      ReduceOp op) {
+    runOne(plan, in, 0, out, 0, count, type, op);
+  }
+
+  private void runOne(Plan plan, ByteBuffer in, long inOff, ByteBuffer out, long outOff,
+      long count, DataType type, ReduceOp op) {
+    if (count > 0) {
+      copier.copy(type, op, in, inOff, own.input(), 0, count, false, 1);
+    }
+    runner.run(plan, ++sequence, own.input(), own.output(), op, config.timeout());
+    if (count > 0) {
+      copier.copy(type, op, own.output(), 0, out, outOff, count, false, 1);
+    }
+  }
+
+  // ---- shutdown ------------------------------------------------------------------------------
+
+  /** Releases segments, mappings, sockets and threads; safe after a failure and twice. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    links.close(); // wakes a collective blocked on the network
+    worker.shutdown();
+    boolean stopped;
+    try {
+      stopped = worker.awaitTermination(config.timeout().toMillis() + 5000,
+          TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      stopped = false;
+    }
+    if (!stopped) {
+      // a thread still inside a collective could touch the mappings: leave them to the GC
+      LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": the collective thread did not "
+          + "stop; leaving its shared memory mapped");
+      return;
+    }
+    for (SharedSegment s : segments) {
+      if (s != null) {
+        s.close();
+      }
+    }
+  }
+
+  /** The transport the plan runner sees: plan ranks, shm for flags and peers, TCP for messages. */
+  private final class Transport implements RankTransport {
+    private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
+
+    @Override
+    public int rank() {
+      return planRank;
+    }
+
+    @Override
+    public void send(int peer, int lane, ByteBuffer src, long offset, long bytes, long deadline,
+        String phase) {
+      links.send(peer, lane, src, offset, bytes, deadline, phase);
+    }
+
+    @Override
+    public ByteBuffer receive(int peer, int lane, long bytes, long deadline, String phase) {
+      return links.receive(peer, lane, bytes, deadline, phase);
+    }
+
+    @Override
+    public void release(int peer, int lane) {
+      links.release(peer, lane, System.nanoTime() + config.timeout().toNanos(), "release");
+    }
+
+    @Override
+    public void signal(long value) {
+      own.signal(value);
+    }
+
+    @Override
+    public void await(int peer, long value, long deadline, String phase) {
+      SharedSegment s = segments[peer];
+      int polls = 0;
+      while (s.flag() < value) {
+        if (s.aborted()) {
+          throw new CollectiveException(planRank, peer, phase, "local rank " + peer
+              + " aborted its collective (see its log for the cause)", null);
+        }
+        if (closed) {
+          throw new CollectiveException(planRank, peer, phase, "the communicator was closed",
+              null);
+        }
+        if (System.nanoTime() - deadline > 0) {
+          throw CollectiveException.timeout(planRank, peer, phase + " #" + sequence,
+              "local rank " + peer + " to reach flag " + value, config.timeout());
+        }
+        if ((++polls & 0xFFFF) == 0 && !ProcessHandle.of(pids[peer]).map(ProcessHandle::isAlive)
+            .orElse(false)) {
+          throw new CollectiveException(planRank, peer, phase, "local rank " + peer + " (pid "
+              + pids[peer] + ") has exited", null);
+        }
+        idle.idle();
+      }
+      idle.reset();
+    }
+
+    @Override
+    public ByteBuffer peerBuffer(int peer, Buf buf) {
+      SharedSegment s = segments[peer];
+      return buf == Buf.INPUT ? s.input() : s.output();
+    }
+  }
+}

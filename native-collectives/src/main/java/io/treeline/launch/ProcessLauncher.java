@@ -1,0 +1,167 @@
+package io.treeline.launch;
+
+import io.treeline.bootstrap.NodeIdentity;
+import io.treeline.bootstrap.TcpStoreBootstrap;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Starts the ranks of a job as separate JVMs on this machine, torchrun style: rank r gets
+ * {@code TREELINE_RANK}, {@code _WORLD_SIZE}, {@code _MASTER_ADDR}, {@code _MASTER_PORT}, a
+ * fresh {@code _SECRET} shared by the job, and {@code TREELINE_NODE_ID=sim-node-<n>} so that
+ * the ranks form simulated nodes. Ranks are numbered node-major. Output lines are prefixed
+ * with the rank when echoed. When a rank fails, the others get a grace period to fail on their
+ * own (they are told through the transports) and are then killed.
+ */
+public final class ProcessLauncher {
+  /** One rank's end: its exit code and everything it printed. */
+  public record Result(int rank, int exitCode, String output) {
+  }
+
+  private ProcessLauncher() {
+  }
+
+  /**
+   * @param ranksPerNode ranks on each simulated node
+   * @param jvmArgs JVM options for every rank (heap, direct memory)
+   * @param mainAndArgs the main class, then its arguments
+   * @param echo where to copy rank output as it comes, prefixed with "[rank r] "; null for none
+   * @param echoRanks which ranks to echo (-1: all)
+   */
+  public static List<Result> run(int[] ranksPerNode, List<String> jvmArgs,
+      List<String> mainAndArgs, Map<String, String> extraEnv, Duration timeout,
+      PrintStream echo, int echoRanks) {
+    int world = 0;
+    for (int r : ranksPerNode) {
+      world += r;
+    }
+    String java = ProcessHandle.current().info().command().orElse("java");
+    String cp = System.getProperty("java.class.path");
+    int port = freePort();
+    byte[] secretBytes = new byte[24];
+    new SecureRandom().nextBytes(secretBytes);
+    String secret = HexFormat.of().formatHex(secretBytes);
+    List<Process> procs = new ArrayList<>();
+    List<StringBuilder> outs = new ArrayList<>();
+    List<Thread> readers = new ArrayList<>();
+    int rank = 0;
+    try {
+      for (int node = 0; node < ranksPerNode.length; node++) {
+        for (int l = 0; l < ranksPerNode[node]; l++, rank++) {
+          List<String> cmd = new ArrayList<>();
+          cmd.add(java);
+          cmd.addAll(jvmArgs);
+          cmd.add("-cp");
+          cmd.add(cp);
+          cmd.addAll(mainAndArgs);
+          ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+          Map<String, String> env = pb.environment();
+          env.putAll(extraEnv);
+          env.put(TcpStoreBootstrap.RANK, Integer.toString(rank));
+          env.put(TcpStoreBootstrap.WORLD_SIZE, Integer.toString(world));
+          env.put(TcpStoreBootstrap.MASTER_ADDR, "127.0.0.1");
+          env.put(TcpStoreBootstrap.MASTER_PORT, Integer.toString(port));
+          env.put(TcpStoreBootstrap.SECRET, secret);
+          env.put(NodeIdentity.ENV, "sim-node-" + node);
+          Process p = pb.start();
+          procs.add(p);
+          StringBuilder sb = new StringBuilder();
+          outs.add(sb);
+          int rr = rank;
+          Thread t = new Thread(() -> pump(p, sb, rr, echo, echoRanks), "rank-" + rr + "-out");
+          t.setDaemon(true);
+          t.start();
+          readers.add(t);
+        }
+      }
+      long deadline = System.nanoTime() + timeout.toNanos();
+      boolean someoneFailed = false;
+      long graceDeadline = Long.MAX_VALUE;
+      while (true) {
+        boolean allDone = true;
+        for (Process p : procs) {
+          if (p.isAlive()) {
+            allDone = false;
+          } else if (p.exitValue() != 0 && !someoneFailed) {
+            someoneFailed = true;
+            graceDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+          }
+        }
+        if (allDone) {
+          break;
+        }
+        long now = System.nanoTime();
+        if (now - deadline > 0 || now - graceDeadline > 0) {
+          for (Process p : procs) {
+            p.destroyForcibly();
+          }
+          for (Process p : procs) {
+            p.waitFor(10, TimeUnit.SECONDS);
+          }
+          break;
+        }
+        Thread.sleep(20);
+      }
+      for (Thread t : readers) {
+        t.join(5000);
+      }
+    } catch (IOException e) {
+      procs.forEach(Process::destroyForcibly);
+      throw new UncheckedIOException("cannot start rank " + rank + ": " + e.getMessage(), e);
+    } catch (InterruptedException e) {
+      procs.forEach(Process::destroyForcibly);
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while the ranks ran", e);
+    }
+    List<Result> results = new ArrayList<>();
+    for (int r = 0; r < procs.size(); r++) {
+      Process p = procs.get(r);
+      int code = p.isAlive() ? -1 : p.exitValue();
+      synchronized (outs.get(r)) {
+        results.add(new Result(r, code, outs.get(r).toString()));
+      }
+    }
+    return results;
+  }
+
+  private static void pump(Process p, StringBuilder sb, int rank, PrintStream echo,
+      int echoRanks) {
+    try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(),
+        StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        synchronized (sb) {
+          sb.append(line).append('\n');
+        }
+        if (echo != null && (echoRanks < 0 || echoRanks == rank)) {
+          synchronized (echo) {
+            echo.println(echoRanks == rank ? line : "[rank " + rank + "] " + line);
+          }
+        }
+      }
+    } catch (IOException e) {
+      // the process ended
+    }
+  }
+
+  private static int freePort() {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    } catch (IOException e) {
+      throw new UncheckedIOException("no free port for the store: " + e.getMessage(), e);
+    }
+  }
+}

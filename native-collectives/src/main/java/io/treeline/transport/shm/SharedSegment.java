@@ -1,0 +1,185 @@
+package io.treeline.transport.shm;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.reflect.Field;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * One rank's shared-memory segment: a file under {@code /dev/shm} (or {@code java.io.tmpdir}
+ * where that is missing), mapped by the rank that owns it and by every other rank of its node.
+ * The owner deletes the file as soon as all local peers have mapped it, so that nothing is left
+ * under {@code /dev/shm} even if a process dies later; the mappings live on until unmapped.
+ *
+ * <pre>
+ *  0        8        16       24            64       72      128      136          4096
+ *  +--------+--------+--------+-------------+--------+-------+--------+------------+
+ *  | MAGIC  | cap    | rank   | (reserved)  | FLAG   | (pad) | ABORT  | (padding)  |
+ *  +--------+--------+--------+-------------+--------+-------+--------+------------+
+ *  4096                       4096 + cap                  4096 + 2 cap
+ *  +--------------------------+---------------------------+
+ *  | INPUT  (cap bytes)       | OUTPUT (cap bytes)        |
+ *  +--------------------------+---------------------------+
+ * </pre>
+ *
+ * FLAG is written only by the owner, with release semantics, and read by peers with acquire
+ * semantics ({@link VarHandle} on the mapped buffer): a peer that sees flag value v sees every
+ * byte the owner wrote to INPUT and OUTPUT before publishing v. ABORT, in its own cache line, is
+ * set once by an owner whose collective failed, so that peers waiting on it fail at once
+ * instead of at their timeout.
+ */
+public final class SharedSegment implements AutoCloseable {
+  public static final long MAGIC = 0x54524545_4C494E45L; // "TREELINE"
+  public static final int MAGIC_OFFSET = 0;
+  public static final int CAPACITY_OFFSET = 8;
+  public static final int RANK_OFFSET = 16;
+  public static final int FLAG_OFFSET = 64;
+  public static final int ABORT_OFFSET = 128;
+  public static final int HEADER = 4096;
+
+  private static final VarHandle LONGS =
+      MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
+
+  private final Path path;
+  private final boolean owner;
+  private final long capacity;
+  private final MappedByteBuffer map;
+  private final ByteBuffer input;
+  private final ByteBuffer output;
+  private boolean closed;
+
+  private SharedSegment(Path path, boolean owner, long capacity, MappedByteBuffer map) {
+    this.path = path;
+    this.owner = owner;
+    this.capacity = capacity;
+    this.map = map;
+    map.order(ByteOrder.nativeOrder());
+    this.input = map.slice(HEADER, (int) capacity).order(ByteOrder.nativeOrder());
+    this.output = map.slice((int) (HEADER + capacity), (int) capacity)
+        .order(ByteOrder.nativeOrder());
+  }
+
+  /** The folder segments go to: /dev/shm when it is there and writable, else java.io.tmpdir. */
+  public static Path directory() {
+    Path shm = Path.of("/dev/shm");
+    if (Files.isDirectory(shm) && Files.isWritable(shm)) {
+      return shm;
+    }
+    return Path.of(System.getProperty("java.io.tmpdir"));
+  }
+
+  /** Create and map a new segment with room for {@code capacity} bytes in each buffer. */
+  public static SharedSegment create(Path path, int rank, long capacity) throws IOException {
+    if (capacity <= 0 || HEADER + 2 * capacity > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("segment capacity must be 1 byte .. ~1 GiB per buffer, "
+          + "got " + capacity);
+    }
+    long size = HEADER + 2 * capacity;
+    try (RandomAccessFile f = new RandomAccessFile(path.toFile(), "rw");
+        FileChannel ch = f.getChannel()) {
+      f.setLength(size);
+      MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
+      m.order(ByteOrder.nativeOrder());
+      m.putLong(CAPACITY_OFFSET, capacity);
+      m.putLong(RANK_OFFSET, rank);
+      LONGS.setRelease(m, FLAG_OFFSET, 0L);
+      LONGS.setRelease(m, MAGIC_OFFSET, MAGIC); // last: a mapper that sees it sees the header
+      return new SharedSegment(path, true, capacity, m);
+    } catch (IOException | RuntimeException e) {
+      Files.deleteIfExists(path);
+      throw e;
+    }
+  }
+
+  /** Map a peer's segment. */
+  public static SharedSegment open(Path path, int expectRank) throws IOException {
+    try (RandomAccessFile f = new RandomAccessFile(path.toFile(), "rw");
+        FileChannel ch = f.getChannel()) {
+      long size = ch.size();
+      MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
+      m.order(ByteOrder.nativeOrder());
+      long magic = (long) LONGS.getAcquire(m, MAGIC_OFFSET);
+      long cap = m.getLong(CAPACITY_OFFSET);
+      long rank = m.getLong(RANK_OFFSET);
+      if (magic != MAGIC || HEADER + 2 * cap != size || rank != expectRank) {
+        unmap(m);
+        throw new IOException("segment " + path + " is not rank " + expectRank
+            + "'s Treeline segment (magic " + Long.toHexString(magic) + ", rank " + rank + ")");
+      }
+      return new SharedSegment(path, false, cap, m);
+    }
+  }
+
+  public Path path() {
+    return path;
+  }
+
+  public long capacity() {
+    return capacity;
+  }
+
+  public ByteBuffer input() {
+    return input;
+  }
+
+  public ByteBuffer output() {
+    return output;
+  }
+
+  /** Owner only: publish {@code value} (release). */
+  public void signal(long value) {
+    LONGS.setRelease(map, FLAG_OFFSET, value);
+  }
+
+  /** The owner's last published value (acquire). */
+  public long flag() {
+    return (long) LONGS.getAcquire(map, FLAG_OFFSET);
+  }
+
+  /** Owner only: tell the peers that this rank's collectives failed. */
+  public void abort() {
+    LONGS.setRelease(map, ABORT_OFFSET, 1L);
+  }
+
+  public boolean aborted() {
+    return (long) LONGS.getAcquire(map, ABORT_OFFSET) != 0;
+  }
+
+  /** Owner only: remove the file; the mappings stay valid. */
+  public void unlink() throws IOException {
+    if (owner) {
+      Files.deleteIfExists(path);
+    }
+  }
+
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try {
+      unlink();
+    } catch (IOException e) {
+      // best effort: the file is the owner's, and /dev/shm is cleared at reboot
+    }
+    unmap(map);
+  }
+
+  private static void unmap(MappedByteBuffer m) {
+    try {
+      Field f = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
+      f.setAccessible(true);
+      ((sun.misc.Unsafe) f.get(null)).invokeCleaner(m);
+    } catch (ReflectiveOperationException e) {
+      // left to the garbage collector
+    }
+  }
+}

@@ -1,0 +1,280 @@
+package io.treeline.comm;
+
+import io.treeline.bootstrap.TcpStoreBootstrap;
+import io.treeline.core.DataType;
+import io.treeline.core.HalfFloats;
+import io.treeline.core.ReduceOp;
+import io.treeline.plan.Algorithm;
+import io.treeline.plan.Slices;
+import io.treeline.testing.Elements;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * One rank of a multi-process test, started by {@link MultiProcessCollectivesTest} through the
+ * launcher. Every rank generates every rank's input from a hash of (seed, rank, element), so it
+ * can compute the float64 reference itself without storing anyone's data, runs the collectives
+ * and compares. Prints "CHECK OK ..." and exits 0, or prints the first mismatch and exits 1.
+ *
+ * <p>Modes: {@code matrix} (every type x op x odd size, every algorithm, the other
+ * collectives), {@code big} (1 MiB + 3 and 64 MiB), {@code soak} (1000 mixed allreduces, then
+ * counts of files, descriptors and threads after close).
+ */
+public final class CollectiveCheck {
+  private static int checked;
+
+  private CollectiveCheck() {
+  }
+
+  public static void main(String[] args) throws Exception {
+    String mode = args[0];
+    try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(60))) {
+      switch (mode) {
+        case "matrix" -> matrix(boot);
+        case "big" -> big(boot);
+        case "soak" -> soak(boot);
+        default -> throw new IllegalArgumentException(mode);
+      }
+    } catch (Throwable e) {
+      System.out.println("CHECK FAILED: " + e);
+      e.printStackTrace(System.out);
+      System.exit(1);
+    }
+    System.out.println("CHECK OK " + checked + " results");
+    System.exit(0);
+  }
+
+  private static void matrix(TcpStoreBootstrap boot) {
+    long[] sizes = {0, 1, 2, 13, 1021, 65537};
+    try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
+      for (DataType t : DataType.values()) {
+        for (ReduceOp op : ReduceOp.values()) {
+          for (long n : sizes) {
+            allReduce(c, t, op, n, 31 * t.ordinal() + op.ordinal());
+          }
+        }
+      }
+      for (long n : sizes) {
+        reduceScatterAllGatherBroadcast(c, n);
+      }
+    }
+    // every algorithm the topology supports, on small chunks so trees and rings pipeline
+    for (Algorithm a : Algorithm.values()) {
+      CommConfig cfg = CommConfig.DEFAULT.withAlgorithm(a)
+          .withPlan(CommConfig.DEFAULT.plan().withChunkBytes(4096));
+      boolean ok = a.supports(probeTopology(boot));
+      if (!ok) {
+        continue;
+      }
+      try (Communicator c = Communicator.create(boot, cfg)) {
+        for (long n : new long[] {0, 7, 1021, 40_009}) {
+          allReduce(c, DataType.F32, ReduceOp.SUM, n, 1000 + a.ordinal());
+          allReduce(c, DataType.BF16, ReduceOp.AVG, n, 2000 + a.ordinal());
+          allReduce(c, DataType.I64, ReduceOp.MAX, n, 3000 + a.ordinal());
+        }
+      }
+    }
+  }
+
+  private static io.treeline.plan.Topology probeTopology(TcpStoreBootstrap boot) {
+    try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
+      return c.topology();
+    }
+  }
+
+  private static void big(TcpStoreBootstrap boot) {
+    try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
+      allReduce(c, DataType.F32, ReduceOp.SUM, (1 << 20) / 4 + 3, 77);
+      allReduce(c, DataType.BF16, ReduceOp.SUM, (1 << 20) / 2 + 3, 78);
+      allReduce(c, DataType.F32, ReduceOp.SUM, (64 << 20) / 4, 79); // two 32 MiB windows
+    }
+  }
+
+  private static void soak(TcpStoreBootstrap boot) throws IOException {
+    long fdsBefore = count(Path.of("/proc/self/fd"));
+    int threadsBefore = treelineThreads();
+    long[] sizes = {1, 100, 3000, 65_536 + 5, 250_000, 17};
+    try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
+      for (int i = 0; i < 1000; i++) {
+        long n = sizes[i % sizes.length];
+        boolean verify = i % 25 == 0 || i >= 990;
+        DataType t = i % 2 == 0 ? DataType.F32 : DataType.F64;
+        if (verify) {
+          allReduce(c, t, ReduceOp.SUM, n, i);
+        } else {
+          ByteBuffer in = Elements.direct(n, t);
+          c.allReduce(in, in, n, t, ReduceOp.SUM); // in place, unchecked: the load itself
+        }
+      }
+    }
+    long shm = countTreelineFiles();
+    long fdsAfter = count(Path.of("/proc/self/fd"));
+    int threadsAfter = treelineThreads();
+    System.out.println("LEAKS shm-files=" + shm + " fds-before=" + fdsBefore + " fds-after="
+        + fdsAfter + " treeline-threads-before=" + threadsBefore + " after=" + threadsAfter);
+    if (fdsAfter > fdsBefore || threadsAfter > threadsBefore) {
+      throw new IllegalStateException("leaked descriptors or threads after close");
+    }
+  }
+
+  private static long countTreelineFiles() throws IOException {
+    Path dir = io.treeline.transport.shm.SharedSegment.directory();
+    String mine = "-p" + ProcessHandle.current().pid();
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.filter(p -> p.getFileName().toString().startsWith("treeline-")
+          && p.getFileName().toString().endsWith(mine)).count();
+    }
+  }
+
+  private static long count(Path dir) throws IOException {
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.count();
+    }
+  }
+
+  private static int treelineThreads() {
+    int n = 0;
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (t.getName().startsWith("treeline-") && t.isAlive()) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  // ---- data and reference ---------------------------------------------------------------------
+
+  /** A value for (case, rank, element), never 0 or 1, representable in t, suited to op. */
+  static double value(long seed, int rank, long i, DataType t, ReduceOp op) {
+    long h = mix(seed * 0x9E3779B97F4A7C15L + rank * 0xC2B2AE3D27D4EB4FL + i);
+    double u = (h >>> 11) * 0x1p-53;
+    switch (t) {
+      case U8:
+        return op == ReduceOp.PROD ? 2 + (h & 3) : 2 + Math.floorMod(h, 254);
+      case I32:
+        return op == ReduceOp.PROD ? Math.floorMod(h, 5) + 2 : (int) h;
+      case I64:
+        return op == ReduceOp.PROD ? Math.floorMod(h, 5) + 2 : (double) (h >> 12);
+      default:
+        double mag = op == ReduceOp.PROD ? 0.9 + 0.2 * u : 0.5 + 1.5 * u;
+        double x = ((h & 1) == 0 || op == ReduceOp.PROD) ? mag : -mag;
+        float f = (float) x;
+        return switch (t) {
+          case F16 -> HalfFloats.halfToFloat(HalfFloats.floatToHalf(f));
+          case BF16 -> HalfFloats.bf16ToFloat(HalfFloats.floatToBf16(f));
+          case F32 -> f;
+          default -> x;
+        };
+    }
+  }
+
+  private static long mix(long z) {
+    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+    return z ^ (z >>> 31);
+  }
+
+  private static void allReduce(Communicator c, DataType t, ReduceOp op, long n, long seed) {
+    int size = c.size();
+    ByteBuffer in = Elements.direct(n, t);
+    for (int i = 0; i < n; i++) {
+      Elements.put(in, i, value(seed, c.rank(), i, t, op), t);
+    }
+    ByteBuffer out = Elements.direct(n, t);
+    c.allReduce(in, out, n, t, op);
+    double[][] col = new double[size][1];
+    for (int i = 0; i < n; i++) {
+      for (int r = 0; r < size; r++) {
+        col[r][0] = value(seed, r, i, t, op);
+      }
+      compare(c, "allreduce " + t + " " + op + " n=" + n, col, out, i, t, op);
+    }
+  }
+
+  private static void compare(Communicator c, String what, double[][] col, ByteBuffer out,
+      int i, DataType t, ReduceOp op) {
+    if (t.isFloating()) {
+      double ref = Elements.reference(col, 0, t, op);
+      double tol = Elements.tolerance(col, 0, t, op);
+      double got = Elements.get(out, i, t);
+      if (!(Math.abs(got - ref) <= tol)) {
+        throw new AssertionError("rank " + c.rank() + " " + what + " element " + i + ": got "
+            + got + ", float64 reference " + ref + " (tolerance " + tol + ")");
+      }
+    } else {
+      long ref = Elements.referenceLong(col, 0, t, op);
+      long got = Elements.getLong(out, i, t);
+      if (got != ref) {
+        throw new AssertionError("rank " + c.rank() + " " + what + " element " + i + ": got "
+            + got + ", expected " + ref);
+      }
+    }
+    checked++;
+  }
+
+  private static void reduceScatterAllGatherBroadcast(Communicator c, long n) {
+    DataType t = DataType.F64;
+    int size = c.size();
+    int[] bootOf = new int[size];
+    // topology rank -> bootstrap rank, learned with an all-gather of the topology ranks
+    ByteBuffer ids = Elements.direct(size, DataType.I32);
+    ByteBuffer idsIn = Elements.direct(size, DataType.I32);
+    idsIn.putInt(c.topologyRank() * 4, c.rank() + 1);
+    c.allReduce(idsIn, ids, size, DataType.I32, ReduceOp.SUM);
+    for (int p = 0; p < size; p++) {
+      bootOf[p] = ids.getInt(p * 4) - 1;
+    }
+    int align = c.config().plan().alignElements(t.size());
+    long seed = 5000 + n;
+    ByteBuffer in = Elements.direct(n, t);
+    for (int i = 0; i < n; i++) {
+      Elements.put(in, i, value(seed, c.rank(), i, t, ReduceOp.SUM), t);
+    }
+    ByteBuffer rs = Elements.direct(n, t);
+    c.reduceScatter(in, rs, n, t, ReduceOp.AVG);
+    double[][] col = new double[size][1];
+    long lo = Slices.lo(n, size, c.topologyRank(), align);
+    long hi = Slices.hi(n, size, c.topologyRank(), align);
+    for (int i = (int) lo; i < hi; i++) {
+      for (int r = 0; r < size; r++) {
+        col[r][0] = value(seed, r, i, t, ReduceOp.SUM);
+      }
+      compare(c, "reducescatter avg n=" + n, col, rs, i, t, ReduceOp.AVG);
+    }
+    ByteBuffer ag = Elements.direct(n, t);
+    c.allGather(in, ag, n, t);
+    int owner = 0;
+    for (int i = 0; i < n; i++) {
+      while (Slices.hi(n, size, owner, align) <= i) {
+        owner++;
+      }
+      equal(c, "allgather n=" + n, value(seed, bootOf[owner], i, t, ReduceOp.SUM), ag, i, t);
+    }
+    int root = size - 1;
+    ByteBuffer bc = Elements.direct(n, t);
+    c.broadcast(in, bc, n, t, root);
+    for (int i = 0; i < n; i++) {
+      equal(c, "broadcast n=" + n, value(seed, root, i, t, ReduceOp.SUM), bc, i, t);
+    }
+  }
+
+  private static void equal(Communicator c, String what, double expect, ByteBuffer b, int i,
+      DataType t) {
+    double got = Elements.get(b, i, t);
+    if (got != expect) {
+      throw new AssertionError("rank " + c.rank() + " " + what + " element " + i + ": got "
+          + got + ", expected " + expect);
+    }
+    checked++;
+  }
+
+  static List<String> args(String... a) {
+    return new ArrayList<>(List.of(a));
+  }
+}

@@ -1,0 +1,66 @@
+package io.treeline.comm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.treeline.launch.ProcessLauncher;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** Real JVMs, forked per rank, on simulated nodes; each checks its own results. */
+class MultiProcessCollectivesTest {
+  private static final List<String> JVM = List.of("-Xmx256m", "-XX:MaxDirectMemorySize=1g",
+      "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+
+  private static void runRanks(int[] perNode, String mode, long timeoutSeconds) {
+    long t0 = System.nanoTime();
+    List<ProcessLauncher.Result> res = ProcessLauncher.run(perNode, JVM,
+        List.of(CollectiveCheck.class.getName(), mode), Map.of(),
+        Duration.ofSeconds(timeoutSeconds), null, -1);
+    StringBuilder all = new StringBuilder();
+    for (ProcessLauncher.Result r : res) {
+      all.append("---- rank ").append(r.rank()).append(" exit ").append(r.exitCode())
+          .append('\n').append(r.output());
+    }
+    for (ProcessLauncher.Result r : res) {
+      assertEquals(0, r.exitCode(), all.toString());
+      assertTrue(r.output().contains("CHECK OK"), all.toString());
+    }
+    System.out.printf("%s on %s: %d ranks passed in %.1f s; rank 0: %s%n", mode,
+        java.util.Arrays.toString(perNode), res.size(), (System.nanoTime() - t0) / 1e9,
+        res.get(0).output().lines().filter(l -> l.startsWith("CHECK OK") || l.startsWith("LEAKS"))
+            .toList());
+  }
+
+  @Test
+  void fourRanksOnOneNode() {
+    runRanks(new int[] {4}, "matrix", 300);
+  }
+
+  @Test
+  void eightRanksOnTwoNodes() {
+    runRanks(new int[] {4, 4}, "matrix", 300);
+  }
+
+  @Test
+  void sixRanksOnThreeNodesOddNodeCountSoTreeTwoIsAShift() {
+    runRanks(new int[] {2, 2, 2}, "matrix", 300);
+  }
+
+  @Test
+  void sevenRanksOnThreeUnevenNodes() {
+    runRanks(new int[] {3, 1, 3}, "matrix", 300);
+  }
+
+  @Test
+  void oneMebibytePlusThreeAndSixtyFourMebibytesOnEightRanks() {
+    runRanks(new int[] {4, 4}, "big", 300);
+  }
+
+  @Test
+  void thousandBackToBackAllReducesLeaveNoFileDescriptorOrThreadBehind() {
+    runRanks(new int[] {4, 4}, "soak", 300);
+  }
+}
