@@ -49,10 +49,20 @@ public final class Ranks {
   /** Runs and rethrows the first failure. */
   public static void run(int n, long timeoutMillis, IntConsumer body) {
     List<Throwable> errors = runAll(n, timeoutMillis, body);
+    AssertionError first = null;
     for (int r = 0; r < n; r++) {
       if (errors.get(r) != null) {
-        throw new AssertionError("rank " + r + " failed: " + errors.get(r), errors.get(r));
+        AssertionError e = new AssertionError("rank " + r + " failed: " + errors.get(r),
+            errors.get(r));
+        if (first == null) {
+          first = e;
+        } else {
+          first.addSuppressed(e);
+        }
       }
+    }
+    if (first != null) {
+      throw first;
     }
   }
 }

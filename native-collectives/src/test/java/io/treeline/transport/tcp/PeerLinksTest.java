@@ -1,0 +1,109 @@
+package io.treeline.transport.tcp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.treeline.bootstrap.Handshake;
+import io.treeline.exec.CollectiveException;
+import io.treeline.testing.Ranks;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class PeerLinksTest {
+  private static final byte[] SECRET = "job".getBytes(StandardCharsets.UTF_8);
+  private static final Duration T = Duration.ofSeconds(10);
+
+  private static ServerSocketChannel listen() throws IOException {
+    ServerSocketChannel s = ServerSocketChannel.open();
+    s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+    return s;
+  }
+
+  private static InetSocketAddress addr(ServerSocketChannel s) throws IOException {
+    return (InetSocketAddress) s.getLocalAddress();
+  }
+
+  private static long deadline() {
+    return System.nanoTime() + T.toNanos();
+  }
+
+  @Test
+  void lanesAreIndependentAndCreditsKeepManyMessagesInFlight() throws Exception {
+    ServerSocketChannel l0 = listen();
+    ServerSocketChannel l1 = listen();
+    InetSocketAddress[] a = {addr(l0), addr(l1)};
+    try (PeerLinks p0 = new PeerLinks(0, SECRET, l0, a, 1024, 2, T);
+        PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T)) {
+      int n = 501;
+      Ranks.run(2, 30_000, r -> {
+        ByteBuffer b = ByteBuffer.allocateDirect(1024).order(java.nio.ByteOrder.nativeOrder());
+        if (r == 0) {
+          for (int i = 0; i < n; i++) {
+            b.putInt(0, i);
+            p0.send(1, i % 3, b, 0, 4 + i % 1000, deadline(), "test");
+          }
+        } else {
+          // each round of three takes lane 2 first although lane 0's message came first: a
+          // single FIFO per connection would block here
+          for (int round = 0; round < n / 3; round++) {
+            for (int lane = 2; lane >= 0; lane--) {
+              int i = round * 3 + lane;
+              ByteBuffer m = p1.receive(0, lane, 4 + i % 1000, deadline(), "test");
+              assertEquals(i, m.getInt(0));
+              p1.release(0, lane, deadline(), "test");
+            }
+          }
+        }
+      });
+    }
+  }
+
+  @Test
+  void aPeerWithTheWrongSecretIsRefusedAndLogged() throws Exception {
+    ServerSocketChannel l0 = listen();
+    ServerSocketChannel l1 = listen();
+    InetSocketAddress[] a = {addr(l0), addr(l1)};
+    try (PeerLinks p0 = new PeerLinks(0, "other".getBytes(StandardCharsets.UTF_8), l0, a, 1024,
+        2, T);
+        PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T)) {
+      CollectiveException e = assertThrows(CollectiveException.class,
+          () -> p0.send(1, 0, ByteBuffer.allocateDirect(8), 0, 8, deadline(), "test"));
+      assertTrue(e.getMessage().contains("refused"), e.getMessage());
+      long until = System.currentTimeMillis() + 5000;
+      while (p1.refusedConnections() == 0 && System.currentTimeMillis() < until) {
+        Thread.sleep(10);
+      }
+      assertEquals(1, p1.refusedConnections());
+    }
+  }
+
+  @Test
+  void anOversizedFrameFailsTheLinkInsteadOfBeingRead() throws Exception {
+    ServerSocketChannel l0 = listen();
+    ServerSocketChannel l1 = listen();
+    InetSocketAddress[] a = {addr(l0), addr(l1)};
+    l0.close(); // rank 0 is played by hand below
+    try (PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T);
+        Socket s = new Socket(a[1].getAddress(), a[1].getPort())) {
+      DataOutputStream out = new DataOutputStream(s.getOutputStream());
+      Handshake.connect(new DataInputStream(s.getInputStream()), out, SECRET, "treeline-peer", 0);
+      out.writeInt(1); // DATA
+      out.writeInt(0); // lane 0
+      out.writeInt(1 << 30); // 1 GiB into 1 KiB slots
+      out.flush();
+      CollectiveException e = assertThrows(CollectiveException.class,
+          () -> p1.receive(0, 0, 8, System.nanoTime() + Duration.ofSeconds(5).toNanos(), "t"));
+      assertTrue(e.getMessage().contains("refused a frame"), e.getMessage());
+    }
+  }
+}
