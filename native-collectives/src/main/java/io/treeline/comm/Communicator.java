@@ -266,8 +266,25 @@ public final class Communicator implements AutoCloseable {
 
   public Handle allReduceAsync(ByteBuffer in, ByteBuffer out, long count, DataType type,
       ReduceOp op) {
-    return submit("allreduce", () -> windowed(in, out, count, type, (c) -> plan("ar", c, type,
-        -1, () -> algorithm(c * type.size()).allReduce(topology, type, c, config.plan())), op));
+    return allReduceAsync(in, out, count, type, op, null);
+  }
+
+  /**
+   * With {@code algorithm} non-null, this call uses it instead of the configured one or the
+   * selector's choice (benchmarks compare algorithms on one communicator). Every rank must pass
+   * the same.
+   */
+  public Handle allReduceAsync(ByteBuffer in, ByteBuffer out, long count, DataType type,
+      ReduceOp op, Algorithm algorithm) {
+    if (algorithm != null && !algorithm.supports(topology)) {
+      throw new IllegalArgumentException(algorithm.id() + " runs inside one node; this "
+          + "communicator spans " + topology.nodes() + " nodes");
+    }
+    return submit("allreduce", () -> windowed(in, out, count, type, (c) -> {
+      Algorithm a = algorithm != null ? algorithm : algorithm(c * type.size());
+      return plan("ar-" + a.id(), c, type, -1, () -> a.allReduce(topology, type, c,
+          config.plan()));
+    }, op));
   }
 
   public void broadcast(ByteBuffer in, ByteBuffer out, long count, DataType type, int root) {

@@ -20,6 +20,7 @@ final class Args {
   private final Map<String, Option> options = new LinkedHashMap<>();
   private final Map<String, String> values = new LinkedHashMap<>();
   private final List<String> positional = new ArrayList<>();
+  private final Map<String, String> aliases = new LinkedHashMap<>();
 
   Args(String command, String summary) {
     this.command = command;
@@ -37,10 +38,19 @@ final class Args {
     return this;
   }
 
+  /** {@code -short} means {@code --name} (nccl-tests' one-letter options). */
+  Args alias(String shortName, String name) {
+    aliases.put(shortName, name);
+    return this;
+  }
+
   /** Parses; returns false when --help was given (the help is then printed). */
   boolean parse(String[] argv) {
     for (int i = 0; i < argv.length; i++) {
       String a = argv[i];
+      if (a.length() == 2 && a.charAt(0) == '-' && aliases.containsKey(a.substring(1))) {
+        a = "--" + aliases.get(a.substring(1));
+      }
       if (!a.startsWith("--")) {
         positional.add(a);
         continue;

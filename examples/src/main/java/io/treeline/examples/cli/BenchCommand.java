@@ -2,6 +2,9 @@ package io.treeline.examples.cli;
 
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
+import io.treeline.bootstrap.TcpStoreBootstrap;
+import io.treeline.comm.CommConfig;
+import io.treeline.comm.Communicator;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.AlgorithmSelector;
 import io.treeline.plan.PlanConfig;
@@ -17,10 +20,8 @@ import java.time.Duration;
 import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -40,8 +41,9 @@ final class BenchCommand {
 
   static int run(String[] argv, PrintStream out) {
     Args a = new Args("bench", "Allreduce benchmark in the style of nccl-tests' all_reduce_perf."
-        + " Ranks run as threads of this JVM (in-process\ntransport) until the multi-process "
-        + "launcher exists; every result is checked against the expected values.")
+        + " Ranks run as threads of this JVM,\nor as separate JVMs under ./treeline run (shm "
+        + "inside nodes, TCP across). Every result is checked against\nthe expected values. "
+        + "nccl-tests' short options work too: -b -e -f -n -w -d -o.")
         .option("nodes", "N", "1", "simulated nodes")
         .option("ranks-per-node", "G", "4", "ranks per node")
         .option("algo", "LIST", "auto", "comma list of auto, ring, dbt, oneshot, twoshot, hierarchical")
@@ -55,6 +57,8 @@ final class BenchCommand {
         .option("chunk", "SIZE", "512K", "pipelining chunk of tree and ring plans")
         .option("timeout", "SECONDS", "60", "collective timeout")
         .option("out", "DIR", "out/bench", "folder for bench.csv and bench.png");
+    a.alias("b", "min-bytes").alias("e", "max-bytes").alias("f", "factor").alias("n", "iters")
+        .alias("w", "warmup").alias("d", "dtype").alias("o", "op");
     if (!a.parse(argv)) {
       return 0;
     }
@@ -63,7 +67,7 @@ final class BenchCommand {
     ReduceOp op = ReduceOp.parse(a.get("op"));
     List<String> algos = List.of(a.get("algo").split(","));
     for (String s : algos) {
-      if (!s.equals("auto")) {
+      if (!s.equals("auto") && System.getenv(TcpStoreBootstrap.RANK) == null) {
         Algorithm al = Algorithm.parse(s);
         if (!al.supports(topo)) {
           throw new Args.UsageException(al.id() + " runs inside one node; with --nodes "
@@ -85,79 +89,58 @@ final class BenchCommand {
     PlanConfig cfg = PlanConfig.DEFAULT.withChunkBytes(a.getBytes("chunk"));
     Path dir = Path.of(a.get("out"));
 
-    int n = topo.size();
-    out.printf("# treeline bench: allreduce, in-process transport (ranks as threads), %d node(s)"
-        + " x %d ranks = %d ranks, %s %s%n", topo.nodes(), topo.maxLocalSize(), n,
-        type.longName(), op.shortName());
-    out.printf("# %d iterations (fewer above 64 MiB), %d warmup; busbw = algbw x 2(n-1)/n; "
-        + "memcpy: one thread copying the same bytes, same run; %d cores, %s%n", iters, warmup,
-        Runtime.getRuntime().availableProcessors(), LocalDateTime.now().withNano(0));
-    out.println("#");
-    out.printf("# %12s %12s %8s %6s %13s %10s %8s %8s %7s %8s%n", "size", "count", "type",
-        "redop", "algo", "time", "algbw", "busbw", "#wrong", "memcpy");
-    out.printf("# %12s %12s %8s %6s %13s %10s %8s %8s %7s %8s%n", "(B)", "(elements)", "", "",
-        "", "(us)", "(GB/s)", "(GB/s)", "", "(GB/s)");
-
-    List<Row> rows = new ArrayList<>();
-    double[] rankMicros = new double[n];
-    long[] wrong = new long[n];
-    CyclicBarrier barrier = new CyclicBarrier(n);
-    AtomicReference<Throwable> failure = new AtomicReference<>();
     Duration timeout = Duration.ofSeconds(a.getInt("timeout"));
-    try (InProcessGroup group = new InProcessGroup(topo, cfg, timeout)) {
-      List<Thread> threads = new ArrayList<>();
-      for (int r = 0; r < n; r++) {
-        int rank = r;
-        Thread t = new Thread(() -> {
-          try {
-            for (long bytes : sizes) {
-              long count = bytes / type.size();
-              ByteBuffer in = fill(rank, count, type);
-              ByteBuffer res = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
-              for (String name : algos) {
-                Algorithm al = name.equals("auto") ? AlgorithmSelector.DEFAULT.select(topo, bytes)
-                    : Algorithm.parse(name);
-                int it = bytes > (64 << 20) ? Math.max(3, iters / 4) : iters;
-                for (int w = 0; w < warmup; w++) {
-                  group.rank(rank).allReduce(al, in, res, count, type, op);
-                }
-                await(barrier, timeout);
-                long t0 = System.nanoTime();
-                for (int i = 0; i < it; i++) {
-                  group.rank(rank).allReduce(al, in, res, count, type, op);
-                }
-                rankMicros[rank] = (System.nanoTime() - t0) / 1e3 / it;
-                wrong[rank] = countWrong(res, count, type, op, n);
-                await(barrier, timeout);
-                if (rank == 0) {
-                  Row row = row(bytes, count, name.equals("auto") ? "auto:" + al.id() : al.id(),
-                      rankMicros, wrong, n, memcpy(in, res));
-                  rows.add(row);
-                  out.printf("  %12d %12d %8s %6s %13s %10.1f %8.2f %8.2f %7d %8.2f%n",
-                      row.bytes, row.count, type.longName(), op.shortName(), row.algo,
-                      row.micros, row.algbw, row.busbw, row.wrong, row.memcpy);
-                }
-                await(barrier, timeout);
-              }
+    boolean distributed = System.getenv(TcpStoreBootstrap.RANK) != null;
+    List<Row> rows = new ArrayList<>();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    if (distributed) {
+      try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(timeout);
+          Communicator comm = Communicator.create(boot, CommConfig.DEFAULT.withTimeout(timeout)
+              .withPlan(cfg))) {
+        Backend b = new CommBackend(comm);
+        if (b.rank() == 0) {
+          header(out, "multi-process (shm inside nodes, TCP across), one JVM per rank",
+              comm.topology(), type, op, iters, warmup);
+        }
+        runRank(b, sizes, algos, type, op, iters, warmup, timeout, rows, out);
+        topo = comm.topology();
+      } catch (Exception e) {
+        failure.set(e);
+      }
+    } else {
+      header(out, "in-process (ranks as threads of one JVM)", topo, type, op, iters, warmup);
+      int n = topo.size();
+      Topology t = topo;
+      try (InProcessGroup group = new InProcessGroup(topo, cfg, timeout)) {
+        SharedStats stats = new SharedStats(n);
+        List<Thread> threads = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+          Backend b = new ThreadBackend(group.rank(r), t, stats, timeout);
+          Thread th = new Thread(() -> {
+            try {
+              runRank(b, sizes, algos, type, op, iters, warmup, timeout, rows, out);
+            } catch (Throwable e) {
+              failure.compareAndSet(null, e);
+              stats.barrier.reset();
             }
-          } catch (Throwable e) {
-            failure.compareAndSet(null, e);
-            barrier.reset();
-          }
-        }, "bench-rank-" + r);
-        threads.add(t);
-        t.start();
+          }, "bench-rank-" + r);
+          threads.add(th);
+          th.start();
+        }
+        for (Thread th : threads) {
+          th.join();
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return 1;
       }
-      for (Thread t : threads) {
-        t.join();
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return 1;
     }
     if (failure.get() != null) {
       System.err.println("treeline bench: " + failure.get());
       return 1;
+    }
+    if (rows.isEmpty()) {
+      return 0; // not rank 0
     }
     long totalWrong = rows.stream().mapToLong(Row::wrong).sum();
     out.printf("# out of bounds values : %d %s%n", totalWrong, totalWrong == 0 ? "OK" : "FAILED");
@@ -173,14 +156,154 @@ final class BenchCommand {
     return totalWrong == 0 ? 0 : 1;
   }
 
-  private static Row row(long bytes, long count, String algo, double[] micros, long[] wrong,
-      int n, double memcpy) {
-    double t = 0;
-    long w = 0;
-    for (int r = 0; r < n; r++) {
-      t = Math.max(t, micros[r]);
-      w += wrong[r];
+  private static void header(PrintStream out, String transport, Topology topo, DataType type,
+      ReduceOp op, int iters, int warmup) {
+    out.printf("# treeline bench: allreduce, %s, %d node(s), %d ranks (%s), %s %s%n", transport,
+        topo.nodes(), topo.size(), topo, type.longName(), op.shortName());
+    out.printf("# %d iterations (fewer above 64 MiB), %d warmup; busbw = algbw x 2(n-1)/n; "
+        + "memcpy: one thread copying the same bytes, same run; %d cores, %s%n", iters, warmup,
+        Runtime.getRuntime().availableProcessors(), LocalDateTime.now().withNano(0));
+    out.println("#");
+    out.printf("# %12s %12s %8s %6s %17s %10s %8s %8s %7s %8s%n", "size", "count", "type",
+        "redop", "algo", "time", "algbw", "busbw", "#wrong", "memcpy");
+    out.printf("# %12s %12s %8s %6s %17s %10s %8s %8s %7s %8s%n", "(B)", "(elements)", "", "",
+        "", "(us)", "(GB/s)", "(GB/s)", "", "(GB/s)");
+  }
+
+  /** What one rank needs to run the benchmark: an allreduce, and agreement on the results. */
+  private interface Backend {
+    int rank();
+
+    int size();
+
+    Topology topology();
+
+    void allReduce(Algorithm algo, ByteBuffer in, ByteBuffer out, long count, DataType type,
+        ReduceOp op);
+
+    /** The largest of every rank's {@code v}, on every rank. */
+    double max(double v) throws Exception;
+
+    long sum(long v) throws Exception;
+  }
+
+  private static final class SharedStats {
+    final double[] values;
+    final CyclicBarrier barrier;
+
+    SharedStats(int n) {
+      values = new double[n];
+      barrier = new CyclicBarrier(n);
     }
+  }
+
+  private record ThreadBackend(InProcessGroup.Rank r, Topology topology, SharedStats stats,
+      Duration timeout) implements Backend {
+    public int rank() {
+      return r.rank();
+    }
+
+    public int size() {
+      return topology.size();
+    }
+
+    public void allReduce(Algorithm algo, ByteBuffer in, ByteBuffer out, long count,
+        DataType type, ReduceOp op) {
+      r.allReduce(algo, in, out, count, type, op);
+    }
+
+    public double max(double v) throws Exception {
+      return combine(v, true);
+    }
+
+    public long sum(long v) throws Exception {
+      return (long) combine(v, false);
+    }
+
+    private double combine(double v, boolean max) throws Exception {
+      stats.values[r.rank()] = v;
+      stats.barrier.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      double acc = max ? Double.NEGATIVE_INFINITY : 0;
+      for (double x : stats.values) {
+        acc = max ? Math.max(acc, x) : acc + x;
+      }
+      stats.barrier.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      return acc;
+    }
+  }
+
+  private record CommBackend(Communicator c) implements Backend {
+    public int rank() {
+      return c.rank();
+    }
+
+    public int size() {
+      return c.size();
+    }
+
+    public Topology topology() {
+      return c.topology();
+    }
+
+    public void allReduce(Algorithm algo, ByteBuffer in, ByteBuffer out, long count,
+        DataType type, ReduceOp op) {
+      c.allReduceAsync(in, out, count, type, op, algo).await(c.config().timeout()
+          .multipliedBy(8));
+    }
+
+    public double max(double v) {
+      ByteBuffer b = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
+      b.putDouble(0, v);
+      c.allReduce(b, b, 1, DataType.F64, ReduceOp.MAX);
+      return b.getDouble(0);
+    }
+
+    public long sum(long v) {
+      ByteBuffer b = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
+      b.putLong(0, v);
+      c.allReduce(b, b, 1, DataType.I64, ReduceOp.SUM);
+      return b.getLong(0);
+    }
+  }
+
+  /** One rank's part of the benchmark; rank 0 prints and collects the rows. */
+  private static void runRank(Backend b, List<Long> sizes, List<String> algos, DataType type,
+      ReduceOp op, int iters, int warmup, Duration timeout, List<Row> rows, PrintStream out)
+      throws Exception {
+    int n = b.size();
+    Topology topo = b.topology();
+    for (long bytes : sizes) {
+      long count = bytes / type.size();
+      ByteBuffer in = fill(b.rank(), count, type);
+      ByteBuffer res = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+      for (String name : algos) {
+        Algorithm al = name.equals("auto") ? AlgorithmSelector.DEFAULT.select(topo, bytes)
+            : Algorithm.parse(name);
+        int it = bytes > (64 << 20) ? Math.max(3, iters / 4) : iters;
+        for (int w = 0; w < warmup; w++) {
+          b.allReduce(al, in, res, count, type, op);
+        }
+        b.max(0); // line the ranks up before the clock starts
+        long t0 = System.nanoTime();
+        for (int i = 0; i < it; i++) {
+          b.allReduce(al, in, res, count, type, op);
+        }
+        double micros = b.max((System.nanoTime() - t0) / 1e3 / it);
+        long wrong = b.sum(countWrong(res, count, type, op, n));
+        if (b.rank() == 0) {
+          Row row = row(bytes, count, name.equals("auto") ? "auto:" + al.id() : al.id(), micros,
+              wrong, n, memcpy(in, res));
+          rows.add(row);
+          out.printf("  %12d %12d %8s %6s %17s %10.1f %8.2f %8.2f %7d %8.2f%n", row.bytes,
+              row.count, type.longName(), op.shortName(), row.algo, row.micros, row.algbw,
+              row.busbw, row.wrong, row.memcpy);
+        }
+      }
+    }
+  }
+
+  private static Row row(long bytes, long count, String algo, double t, long w, int n,
+      double memcpy) {
     double algbw = bytes / t / 1e3;
     double busbw = algbw * 2.0 * (n - 1) / n;
     return new Row(bytes, count, algo, t, algbw, busbw, w, memcpy);
@@ -267,11 +390,6 @@ final class BenchCommand {
       best = Math.min(best, (System.nanoTime() - t0) / (double) reps);
     }
     return bytes / best;
-  }
-
-  private static void await(CyclicBarrier b, Duration timeout) throws InterruptedException,
-      BrokenBarrierException, TimeoutException {
-    b.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
   }
 
   private static void write(Path dir, List<Row> rows, Topology topo, DataType type,

@@ -9,7 +9,8 @@ public final class Treeline {
       usage: ./treeline <command> [options]
 
       commands:
-        bench   allreduce benchmark, nccl-tests style table + CSV + PNG (ranks as threads)
+        bench   allreduce benchmark, nccl-tests style table + CSV + PNG
+        run     start ranks as separate JVMs on simulated nodes: run --nodes 2 -- bench
         plan    print a collective's plan (trees, per-rank steps), --json, --verify
         jmh     JMH benchmark of the host reducers against memcpy
 
@@ -36,6 +37,8 @@ public final class Treeline {
           return PlanCommand.run(rest, out);
         case "bench":
           return BenchCommand.run(rest, out);
+        case "run":
+          return RunCommand.run(rest, out);
         default:
           err.print("unknown command '" + argv[0] + "'\n\n" + USAGE);
           return 2;

@@ -95,4 +95,23 @@ class TreelineCliTest {
     assertEquals((byte) 0x89, png[0]);
     assertEquals('P', png[1]);
   }
+
+  @Test
+  void runStartsRanksAsSeparateJvmsAndTheirBenchIsCorrect(@TempDir Path dir) throws Exception {
+    Result r = run("run", "--nodes", "2", "--ranks-per-node", "2", "--heap", "256m", "--",
+        "bench", "-b", "8", "-e", "1M", "-f", "32", "-n", "3", "-w", "2", "--algo",
+        "auto,ring,dbt", "--out", dir.toString());
+    assertEquals(0, r.code, r.out + r.err);
+    assertTrue(r.out.contains("multi-process"), r.out);
+    assertTrue(r.out.contains("2 node(s), 4 ranks"), r.out);
+    assertTrue(r.out.contains("# out of bounds values : 0 OK"), r.out);
+    assertEquals(1 + 4 * 3, Files.readAllLines(dir.resolve("bench.csv")).size());
+  }
+
+  @Test
+  void runWithoutACommandSaysHow() {
+    Result r = run("run", "--nodes", "2");
+    assertEquals(2, r.code);
+    assertTrue(r.err.contains("put the command after --"), r.err);
+  }
 }
