@@ -4,23 +4,24 @@ package io.treeline.plan;
  * Picks the allreduce algorithm with the lowest modelled time, in the alpha-beta model that
  * NCCL's tuner also uses: a step costs a latency alpha, a byte costs 1/beta on the busiest
  * link it crosses. Two link classes: {@code intra} (peer memory inside a node: a signal/wait
- * round and a read of peers' buffers) and {@code inter} (a message step, and the node's network
- * link, which all of a node's ranks share). With S bytes, L ranks on the largest node, N
+ * round and a read of peers' buffers) and {@code inter} (a message step, and the node's TCP
+ * throughput, which all of a node's ranks share). With S bytes, L ranks on the largest node, N
  * nodes, R = all ranks and d = the trees' depth over N nodes:
  *
  * <pre>
  * oneshot       (N = 1)  2 a_intra + L S / b_intra          every rank reads every buffer
  * twoshot       (N = 1)  3 a_intra + 2 S / b_intra          reduce-scatter, then all-gather
  * hierarchical           twoshot's cost (if L > 1) + 2 d a_inter + 2 S / b_inter
- * dbt                    2 (d + L - 1) a_inter + (L > 1 ? 2 : 1) 2 S / b_inter
- * ring                   2 (R - 1) a_inter + 2 (R - 1) / R S / b_inter
+ * dbt                    2 (d + L - 1) a_inter + L 2 S / b_inter
+ * ring                   2 (R - 1) a_inter + L 2 (R - 1) / R S / b_inter
  * </pre>
  *
  * Message steps cost {@code inter} even between ranks of one node, because the host
- * transport carries every message over TCP (loopback inside a node); the double binary tree's
- * chain inside a node therefore costs as much again as its network traffic.
+ * transport carries every message over TCP (loopback inside a node): a node pushes the TCP
+ * bytes of all its L ranks through one network stack, which is why ring and chain pay L times
+ * what the hierarchical plan pays (it crosses TCP with 2S per node in all).
  *
- * The double binary tree moves 2S per node across the network, the ring 2(R-1)/R S, so rings
+ * With one rank per node the ring moves 2(R-1)/R S per node against the trees' 2S, so rings
  * win for very large messages on few nodes and trees win wherever latency matters, as in NCCL.
  * The defaults are for hosts (shared memory and TCP on commodity Ethernet); calibration from
  * measurements can replace them.
@@ -72,10 +73,9 @@ public record AlgorithmSelector(LinkCost intra, LinkCost inter) {
       case TWOSHOT -> twoShot(s);
       case HIERARCHICAL -> nodes == 1 ? twoShot(s)
           : (local > 1 ? twoShot(s) : 0) + 2 * depth * inter.alphaMicros + inter.micros(2 * s);
-      case DBT -> 2.0 * (depth + local - 1) * inter.alphaMicros
-          + inter.micros((local > 1 ? 4 : 2) * s);
+      case DBT -> 2.0 * (depth + local - 1) * inter.alphaMicros + inter.micros(local * 2 * s);
       case RING -> 2.0 * (ranks - 1) * inter.alphaMicros
-          + inter.micros(2.0 * (ranks - 1) / ranks * s);
+          + inter.micros(local * 2.0 * (ranks - 1) / ranks * s);
     };
   }
 

@@ -37,9 +37,10 @@ class AlgorithmSelectorTest {
     Topology two = Topology.uniform(2, 8);
     assertEquals(Algorithm.HIERARCHICAL, sel.select(two, 8));
     assertEquals(Algorithm.HIERARCHICAL, sel.select(two, 1 << 20));
-    // the ring moves 2(R-1)/R S per node across the network, the trees 2S: rings win when
+    assertEquals(Algorithm.HIERARCHICAL, sel.select(two, 1L << 30));
+    // one rank per node: the ring moves 2(R-1)/R S per node, the trees 2S, so rings win when
     // bandwidth is all that counts
-    assertEquals(Algorithm.RING, sel.select(two, 1L << 30));
+    assertEquals(Algorithm.RING, sel.select(Topology.uniform(2, 1), 1L << 30));
     Topology many = Topology.uniform(128, 8);
     // a ring over 1024 ranks pays 2046 steps of latency: trees win up to large messages
     assertEquals(Algorithm.HIERARCHICAL, sel.select(many, 16 << 20));

@@ -147,7 +147,7 @@ final class BenchCommand {
     double avg = rows.stream().mapToDouble(Row::busbw).average().orElse(0);
     out.printf("# avg bus bandwidth    : %.3f GB/s%n", avg);
     try {
-      write(dir, rows, topo, type, op);
+      write(dir, rows, topo, type, op, distributed ? "processes" : "threads");
       out.println("# wrote " + dir.resolve("bench.csv") + " and " + dir.resolve("bench.png"));
     } catch (IOException e) {
       System.err.println("treeline bench: cannot write results to " + dir + ": " + e);
@@ -393,12 +393,12 @@ final class BenchCommand {
   }
 
   private static void write(Path dir, List<Row> rows, Topology topo, DataType type,
-      ReduceOp op) throws IOException {
+      ReduceOp op, String ranksAre) throws IOException {
     Files.createDirectories(dir);
     StringBuilder csv = new StringBuilder("size_bytes,count,dtype,op,algorithm,nodes,ranks,"
         + "time_us,algbw_gbps,busbw_gbps,wrong,memcpy_gbps\n");
-    LinePlot plot = new LinePlot("Treeline allreduce, " + topo.nodes() + " node(s) x "
-        + topo.maxLocalSize() + " ranks (threads), " + type.longName() + " " + op.shortName(),
+    LinePlot plot = new LinePlot("Treeline allreduce, " + topo.nodes() + " node(s), "
+        + topo.size() + " ranks (" + ranksAre + "), " + type.longName() + " " + op.shortName(),
         "message size", "busbw (GB/s)");
     for (Row r : rows) {
       csv.append(String.format("%d,%d,%s,%s,%s,%d,%d,%.3f,%.4f,%.4f,%d,%.4f%n", r.bytes, r.count,
