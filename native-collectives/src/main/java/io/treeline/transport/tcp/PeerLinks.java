@@ -210,9 +210,12 @@ public final class PeerLinks implements AutoCloseable {
         ch.socket().connect(addresses[peer], (int) Math.max(1,
             Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000)));
         configure(ch);
+        ch.socket().setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE,
+            (deadline - System.nanoTime()) / 1_000_000))); // the handshake too has a deadline
         DataInputStream in = new DataInputStream(ch.socket().getInputStream());
         DataOutputStream out = new DataOutputStream(ch.socket().getOutputStream());
         Handshake.connect(in, out, secret, PURPOSE, rank);
+        ch.socket().setSoTimeout(0);
       } else {
         BackoffIdleStrategy wait = BackoffIdleStrategy.defaults();
         while ((ch = accepted.remove(peer)) == null) {
