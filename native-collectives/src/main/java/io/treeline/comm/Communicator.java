@@ -6,6 +6,8 @@ import io.treeline.bootstrap.NodeIdentity;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
+import io.treeline.exec.CallDescriptor;
+import io.treeline.exec.CallMismatchException;
 import io.treeline.exec.CollectiveException;
 import io.treeline.exec.PlanRunner;
 import io.treeline.exec.RankTransport;
@@ -385,7 +387,9 @@ public final class Communicator implements AutoCloseable {
   private void fail(Throwable e) {
     if (broken == null) {
       broken = e;
-      own.abort();
+      String reason = "rank " + rank + " failed: " + e.getMessage();
+      own.abort(reason);
+      links.abort(reason);
       LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": collective failed, telling the "
           + "peers: " + e.getMessage());
     }
@@ -477,6 +481,17 @@ public final class Communicator implements AutoCloseable {
       links.release(peer, lane, System.nanoTime() + config.timeout().toNanos(), "release");
     }
 
+    private long callSequence;
+    private CallDescriptor call;
+
+    @Override
+    public void beginCall(long sequence, CallDescriptor descriptor) {
+      callSequence = sequence;
+      call = descriptor;
+      own.beginCall(sequence, descriptor.count(), descriptor.meta());
+      links.beginCall(sequence, descriptor.count(), descriptor.meta());
+    }
+
     @Override
     public void signal(long value) {
       own.signal(value);
@@ -489,7 +504,7 @@ public final class Communicator implements AutoCloseable {
       while (s.flag() < value) {
         if (s.aborted()) {
           throw new CollectiveException(planRank, peer, phase, "local rank " + peer
-              + " aborted its collective (see its log for the cause)", null);
+              + " aborted: " + s.abortReason(), null);
         }
         if (closed) {
           throw new CollectiveException(planRank, peer, phase, "the communicator was closed",
@@ -507,6 +522,18 @@ public final class Communicator implements AutoCloseable {
         idle.idle();
       }
       idle.reset();
+      // The peer published its call before the signal we acquired. If it is still in our
+      // call (same sequence), its call must be ours; if it has moved on, it passed our call's
+      // last barrier, so it made our call. Re-reading the sequence guards against the peer
+      // publishing its next call while we read.
+      long seq = s.callSequence();
+      long count = s.callCount();
+      long meta = s.callMeta();
+      if (seq == callSequence && s.callSequence() == seq
+          && (count != call.count() || meta != call.meta())) {
+        throw new CallMismatchException(planRank, peer, phase, callSequence, call, seq,
+            new CallDescriptor(count, meta));
+      }
     }
 
     @Override

@@ -43,6 +43,7 @@ public final class PlanRunner {
     int divisor = plan.size();
     long deadline = System.nanoTime() + timeout.toNanos();
     long flagBase = sequence * PHASES;
+    transport.beginCall(sequence, CallDescriptor.of(plan, op));
     for (int i = 0; i < steps.size(); i++) {
       Step s = steps.get(i);
       long off = s.offset() * es;

@@ -25,6 +25,14 @@ public interface RankTransport {
   /** Hand the slot of the last {@link #receive} from {@code peer} on {@code lane} back. */
   void release(int peer, int lane);
 
+  /**
+   * The collective about to run: {@code sequence} and its {@link CallDescriptor}. Transports
+   * carry them with the call's first flag and every message, and fail on a peer whose call
+   * differs, so that ranks making different calls fail with a message instead of hanging.
+   */
+  default void beginCall(long sequence, CallDescriptor call) {
+  }
+
   /** Publish {@code value} in this rank's flag, with release semantics. Values only grow. */
   void signal(long value);
 

@@ -39,6 +39,7 @@ public final class CollectiveCheck {
         case "matrix" -> matrix(boot);
         case "big" -> big(boot);
         case "soak" -> soak(boot);
+        case "mismatch" -> mismatch(boot);
         default -> throw new IllegalArgumentException(mode);
       }
     } catch (Throwable e) {
@@ -85,6 +86,26 @@ public final class CollectiveCheck {
   private static io.treeline.plan.Topology probeTopology(TcpStoreBootstrap boot) {
     try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
       return c.topology();
+    }
+  }
+
+  /** Rank 2's third call has one element more: every rank must fail, naming it. */
+  private static void mismatch(TcpStoreBootstrap boot) {
+    try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT.withTimeout(
+        Duration.ofSeconds(30)))) {
+      for (int call = 0; call < 3; call++) {
+        long n = 1000 + (call == 2 && c.rank() == 2 ? 1 : 0);
+        ByteBuffer b = Elements.direct(n, DataType.F32);
+        long t0 = System.nanoTime();
+        try {
+          c.allReduce(b, b, n, DataType.F32, ReduceOp.SUM);
+        } catch (io.treeline.exec.CollectiveException e) {
+          System.out.printf("MISMATCH-DETECTED after %.0f ms: %s%n",
+              (System.nanoTime() - t0) / 1e6, e.getMessage());
+          return;
+        }
+      }
+      throw new AssertionError("rank " + c.rank() + ": mismatched calls were not detected");
     }
   }
 

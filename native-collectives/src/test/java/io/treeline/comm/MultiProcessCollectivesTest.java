@@ -63,4 +63,24 @@ class MultiProcessCollectivesTest {
   void thousandBackToBackAllReducesLeaveNoFileDescriptorOrThreadBehind() {
     runRanks(new int[] {4, 4}, "soak", 300);
   }
+
+  @Test
+  void aRankCallingWithADifferentCountMakesEveryRankFailNamingIt() {
+    for (int[] perNode : new int[][] {{4}, {2, 2}}) {
+      List<ProcessLauncher.Result> res = ProcessLauncher.run(perNode, JVM,
+          List.of(CollectiveCheck.class.getName(), "mismatch"), Map.of(), Duration.ofSeconds(120),
+          null, -1);
+      for (ProcessLauncher.Result r : res) {
+        String out = r.output();
+        assertEquals(0, r.exitCode(), out);
+        assertTrue(out.contains("MISMATCH-DETECTED"), out);
+        assertTrue(out.contains("different collective calls"), out);
+        assertTrue(out.contains("rank 2"), out);
+        assertTrue(out.contains("1001 x f32"), out);
+      }
+      System.out.println("mismatch on " + java.util.Arrays.toString(perNode) + ": "
+          + res.get(0).output().lines().filter(l -> l.startsWith("MISMATCH")).findFirst()
+          .orElse(""));
+    }
+  }
 }

@@ -19,10 +19,14 @@ import java.nio.file.Path;
  * under {@code /dev/shm} even if a process dies later; the mappings live on until unmapped.
  *
  * <pre>
- *  0        8        16       24            64       72      128      136          4096
- *  +--------+--------+--------+-------------+--------+-------+--------+------------+
- *  | MAGIC  | cap    | rank   | (reserved)  | FLAG   | (pad) | ABORT  | (padding)  |
- *  +--------+--------+--------+-------------+--------+-------+--------+------------+
+ *  0       8       16      24         64      72     128     136     144   192      200      208
+ *  +-------+-------+-------+----------+-------+------+-------+-------+-----+--------+--------+------+
+ *  | MAGIC | cap   | rank  | reserved | FLAG  | pad  | ABORT | a.len | pad | C.SEQ  | C.COUNT| C.META
+ *  +-------+-------+-------+----------+-------+------+-------+-------+-----+--------+--------+------+
+ *  256                                              4096
+ *  +------------------------------------------------+
+ *  | abort reason (UTF-8, a.len bytes)              |
+ *  +------------------------------------------------+
  *  4096                       4096 + cap                  4096 + 2 cap
  *  +--------------------------+---------------------------+
  *  | INPUT  (cap bytes)       | OUTPUT (cap bytes)        |
@@ -31,8 +35,10 @@ import java.nio.file.Path;
  *
  * FLAG is written only by the owner, with release semantics, and read by peers with acquire
  * semantics ({@link VarHandle} on the mapped buffer): a peer that sees flag value v sees every
- * byte the owner wrote to INPUT and OUTPUT before publishing v. ABORT, in its own cache line, is
- * set once by an owner whose collective failed, so that peers waiting on it fail at once
+ * byte the owner wrote to INPUT and OUTPUT before publishing v, and the call (C.SEQ, C.COUNT,
+ * C.META: the sequence number and {@code CallDescriptor} of the collective it is in), which
+ * peers compare with their own. ABORT, in its own cache line, is set once (after the reason) by
+ * an owner whose collective failed, so that peers waiting on it fail at once, with its reason,
  * instead of at their timeout.
  */
 public final class SharedSegment implements AutoCloseable {
@@ -42,6 +48,12 @@ public final class SharedSegment implements AutoCloseable {
   public static final int RANK_OFFSET = 16;
   public static final int FLAG_OFFSET = 64;
   public static final int ABORT_OFFSET = 128;
+  public static final int ABORT_LENGTH_OFFSET = 136;
+  public static final int CALL_SEQUENCE_OFFSET = 192;
+  public static final int CALL_COUNT_OFFSET = 200;
+  public static final int CALL_META_OFFSET = 208;
+  public static final int ABORT_REASON_OFFSET = 256;
+  public static final int ABORT_REASON_MAX = 4096 - ABORT_REASON_OFFSET;
   public static final int HEADER = 4096;
 
   private static final VarHandle LONGS =
@@ -143,9 +155,41 @@ public final class SharedSegment implements AutoCloseable {
     return (long) LONGS.getAcquire(map, FLAG_OFFSET);
   }
 
-  /** Owner only: tell the peers that this rank's collectives failed. */
-  public void abort() {
+  /** Owner only: tell the peers that this rank's collectives failed, and why. */
+  public void abort(String reason) {
+    byte[] r = reason.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    int n = Math.min(r.length, ABORT_REASON_MAX);
+    map.put(ABORT_REASON_OFFSET, r, 0, n);
+    map.putLong(ABORT_LENGTH_OFFSET, n);
     LONGS.setRelease(map, ABORT_OFFSET, 1L);
+  }
+
+  /** The owner's abort reason; call after {@link #aborted()} returned true. */
+  public String abortReason() {
+    int n = (int) Math.min(map.getLong(ABORT_LENGTH_OFFSET), ABORT_REASON_MAX);
+    byte[] r = new byte[n];
+    map.get(ABORT_REASON_OFFSET, r, 0, n);
+    return new String(r, java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  /** Owner only: publish the call it is entering; visible to peers with its next signal. */
+  public void beginCall(long sequence, long count, long meta) {
+    map.putLong(CALL_SEQUENCE_OFFSET, sequence);
+    map.putLong(CALL_COUNT_OFFSET, count);
+    map.putLong(CALL_META_OFFSET, meta);
+  }
+
+  /** The owner's call (sequence, count, meta); read after acquiring one of its signals. */
+  public long callSequence() {
+    return map.getLong(CALL_SEQUENCE_OFFSET);
+  }
+
+  public long callCount() {
+    return map.getLong(CALL_COUNT_OFFSET);
+  }
+
+  public long callMeta() {
+    return map.getLong(CALL_META_OFFSET);
   }
 
   public boolean aborted() {

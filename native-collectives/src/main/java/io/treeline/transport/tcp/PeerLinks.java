@@ -35,15 +35,23 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * one lane because another is full, both trees of a double binary tree stay in flight, and a
  * receive is always posted, however far behind the sends are (seed 003's lesson).
  *
+ * <p>Every DATA frame carries the sender's call (sequence number and {@code CallDescriptor}),
+ * and a receiver whose own call differs fails naming both: ranks that make different collective
+ * calls fail instead of hanging or mixing data. A rank whose collective fails sends an ABORT
+ * frame with the reason to every linked peer before it closes.
+ *
  * <pre>
- * frame: | type (4) | lane (4) | length (4) | payload (length bytes, DATA only) |
+ * frame:  | type (4) | lane (4) | length (4) | pad (4) | sequence (8) | count (8) | meta (8) |
+ *         | payload (length bytes: DATA data, ABORT reason) |
  * </pre>
  */
 public final class PeerLinks implements AutoCloseable {
   public static final int MAX_LANES = 64;
   private static final int DATA = 1;
   private static final int CREDIT = 2;
-  private static final int HEADER = 12;
+  private static final int ABORT = 3;
+  private static final int HEADER = 40;
+  private static final int MAX_REASON = 4096;
   private static final String PURPOSE = "treeline-peer";
   private static final System.Logger LOG = System.getLogger("io.treeline.tcp");
 
@@ -63,6 +71,9 @@ public final class PeerLinks implements AutoCloseable {
   private final AtomicInteger refused = new AtomicInteger();
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
   private volatile boolean closed;
+  private long callSequence;
+  private long callCount;
+  private long callMeta;
 
   /**
    * @param listener this rank's bound listening channel (its address is in {@code addresses})
@@ -96,6 +107,13 @@ public final class PeerLinks implements AutoCloseable {
 
   // ---- the rank thread's side ----------------------------------------------------------------
 
+  /** The call the rank thread is entering; stamped on its frames and checked on receipt. */
+  public void beginCall(long sequence, long count, long meta) {
+    callSequence = sequence;
+    callCount = count;
+    callMeta = meta;
+  }
+
   /** Send {@code bytes} of {@code src} from {@code offset} on {@code lane}; rank thread only. */
   public void send(int peer, int lane, ByteBuffer src, long offset, long bytes, long deadline,
       String phase) {
@@ -106,7 +124,8 @@ public final class PeerLinks implements AutoCloseable {
     }
     idle.reset();
     l.header.clear();
-    l.header.putInt(DATA).putInt(lane).putInt((int) bytes).flip();
+    l.header.putInt(DATA).putInt(lane).putInt((int) bytes).putInt(0).putLong(callSequence)
+        .putLong(callCount).putLong(callMeta).flip();
     write(l, l.header, deadline, phase);
     int savedLimit = src.limit();
     int savedPos = src.position();
@@ -130,6 +149,11 @@ public final class PeerLinks implements AutoCloseable {
     }
     idle.reset();
     int i = (int) (head % slotsPerLane);
+    if (in.sequence[i] != callSequence || in.count[i] != callCount || in.meta[i] != callMeta) {
+      throw new io.treeline.exec.CallMismatchException(rank, peer, phase, callSequence,
+          new io.treeline.exec.CallDescriptor(callCount, callMeta), in.sequence[i],
+          new io.treeline.exec.CallDescriptor(in.count[i], in.meta[i]));
+    }
     if (in.length[i] != bytes) {
       throw new CollectiveException(rank, peer, phase, "expected a " + bytes + "-byte message"
           + " on lane " + lane + " but got " + in.length[i] + " bytes: the ranks are running"
@@ -146,7 +170,8 @@ public final class PeerLinks implements AutoCloseable {
     Lane in = l.lanes[lane];
     in.counters.setRelease(Lane.HEAD, in.counters.getPlain(Lane.HEAD) + 1);
     l.header.clear();
-    l.header.putInt(CREDIT).putInt(lane).putInt(1).flip();
+    l.header.putInt(CREDIT).putInt(lane).putInt(1).putInt(0).putLong(0).putLong(0).putLong(0)
+        .flip();
     try {
       write(l, l.header, deadline, phase);
     } catch (CollectiveException e) {
@@ -320,6 +345,33 @@ public final class PeerLinks implements AutoCloseable {
     }
   }
 
+  /**
+   * Tell every linked peer that this rank's collective failed, and why; best effort, never
+   * blocks beyond a short bounded write.
+   */
+  public void abort(String reason) {
+    byte[] r = reason.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    int n = Math.min(r.length, MAX_REASON);
+    for (Link l : links) {
+      if (l == null || l.failure != null) {
+        continue;
+      }
+      try {
+        ByteBuffer f = ByteBuffer.allocate(HEADER + n);
+        f.putInt(ABORT).putInt(0).putInt(n).putInt(0).putLong(0).putLong(0).putLong(0)
+            .put(r, 0, n).flip();
+        long deadline = System.nanoTime() + 100_000_000L;
+        while (f.hasRemaining() && System.nanoTime() < deadline) {
+          if (l.channel.write(f) == 0) {
+            Thread.onSpinWait();
+          }
+        }
+      } catch (IOException e) {
+        // the peer is gone already
+      }
+    }
+  }
+
   @Override
   public void close() {
     closed = true;
@@ -359,11 +411,17 @@ public final class PeerLinks implements AutoCloseable {
     static final int HEAD = 16; // its own cache line
     final ByteBuffer[] slots;
     final long[] length;
+    final long[] sequence;
+    final long[] count;
+    final long[] meta;
     final AtomicLongArray counters = new AtomicLongArray(32);
 
     Lane(int n, int bytes) {
       slots = new ByteBuffer[n];
       length = new long[n];
+      sequence = new long[n];
+      count = new long[n];
+      meta = new long[n];
       for (int i = 0; i < n; i++) {
         slots[i] = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
       }
@@ -382,6 +440,9 @@ public final class PeerLinks implements AutoCloseable {
     ByteBuffer inPayload;
     int inLane;
     long inLength;
+    long inSequence;
+    long inCount;
+    long inMeta;
     volatile String failure;
 
     Link(int peer, SocketChannel channel) {
@@ -413,7 +474,25 @@ public final class PeerLinks implements AutoCloseable {
           int type = inHeader.getInt();
           int lane = inHeader.getInt();
           int len = inHeader.getInt();
+          inHeader.getInt();
+          long seq = inHeader.getLong();
+          long cnt = inHeader.getLong();
+          long mt = inHeader.getLong();
           inHeader.clear();
+          if (type == ABORT) {
+            if (len < 0 || len > MAX_REASON) {
+              throw new IOException("refused an abort frame of " + len + " bytes");
+            }
+            ByteBuffer reason = ByteBuffer.allocate(len);
+            long until = System.nanoTime() + 200_000_000L; // it follows the header at once
+            while (reason.hasRemaining() && System.nanoTime() < until
+                && channel.read(reason) >= 0) {
+              Thread.onSpinWait();
+            }
+            failure = "rank " + peer + " aborted: " + new String(reason.array(), 0,
+                reason.position(), java.nio.charset.StandardCharsets.UTF_8);
+            return false;
+          }
           if (lane < 0 || lane >= MAX_LANES) {
             throw new IOException("frame for lane " + lane + " from rank " + peer);
           }
@@ -436,6 +515,9 @@ public final class PeerLinks implements AutoCloseable {
           inPayload.clear().limit(len);
           inLane = lane;
           inLength = len;
+          inSequence = seq;
+          inCount = cnt;
+          inMeta = mt;
         }
         if (inPayload.hasRemaining() && channel.read(inPayload) < 0) {
           failure = "rank " + peer + " closed the connection";
@@ -446,7 +528,11 @@ public final class PeerLinks implements AutoCloseable {
         }
         Lane l = lanes[inLane];
         long tail = l.counters.getPlain(Lane.TAIL);
-        l.length[(int) (tail % n)] = inLength;
+        int slot = (int) (tail % n);
+        l.length[slot] = inLength;
+        l.sequence[slot] = inSequence;
+        l.count[slot] = inCount;
+        l.meta[slot] = inMeta;
         l.counters.setRelease(Lane.TAIL, tail + 1);
         inPayload = null;
       }
