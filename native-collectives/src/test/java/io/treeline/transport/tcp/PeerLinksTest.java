@@ -100,6 +100,10 @@ class PeerLinksTest {
       out.writeInt(1); // DATA
       out.writeInt(0); // lane 0
       out.writeInt(1 << 30); // 1 GiB into 1 KiB slots
+      out.writeInt(0);
+      out.writeLong(1); // call sequence, count, meta
+      out.writeLong(8);
+      out.writeLong(0);
       out.flush();
       CollectiveException e = assertThrows(CollectiveException.class,
           () -> p1.receive(0, 0, 8, System.nanoTime() + Duration.ofSeconds(5).toNanos(), "t"));
