@@ -20,6 +20,14 @@ public interface Bootstrap extends AutoCloseable {
     allGather(new byte[0], timeout);
   }
 
+  /**
+   * Which machine this rank is on: ranks with the same node id share memory. Defaults to
+   * {@link NodeIdentity#local()}; a bridge may place ranks on simulated nodes.
+   */
+  default String nodeId() {
+    return NodeIdentity.local();
+  }
+
   /** The secret every connection between this job's ranks proves before it carries data. */
   byte[] secret();
 

@@ -2,7 +2,6 @@ package io.treeline.comm;
 
 import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
-import io.treeline.bootstrap.NodeIdentity;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
@@ -121,7 +120,7 @@ public final class Communicator implements AutoCloseable {
       Path path = SharedSegment.directory().resolve("treeline-" + jobTag(bootstrap.secret())
           + "-r" + rank + "-p" + pid);
       own = SharedSegment.create(path, rank, config.segmentBytes());
-      PeerInfo me = new PeerInfo(rank, NodeIdentity.local(), host, port, pid, path.toString());
+      PeerInfo me = new PeerInfo(rank, bootstrap.nodeId(), host, port, pid, path.toString());
       byte[][] all = bootstrap.allGather(me.encode(), timeout);
       PeerInfo[] infos = new PeerInfo[n];
       for (int r = 0; r < n; r++) {

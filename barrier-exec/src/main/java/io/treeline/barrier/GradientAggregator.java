@@ -1,0 +1,223 @@
+package io.treeline.barrier;
+
+import io.treeline.comm.Communicator;
+import io.treeline.comm.Handle;
+import io.treeline.core.DataType;
+import io.treeline.core.ReduceOp;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.DoubleBuffer;
+import java.nio.FloatBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Averages a model's gradients across the ranks of a communicator, as PyTorch DDP does: the
+ * gradients, registered once in the order the backward pass produces them, are packed into
+ * buckets of about {@code bucketBytes} (one data type per bucket), and each bucket's allreduce
+ * starts, asynchronously, as soon as the last of its gradients is {@link #ready}. {@link #await}
+ * waits for all of them and writes the averages back into the arrays.
+ *
+ * <pre>{@code
+ * GradientAggregator agg = new GradientAggregator(comm, 25 << 20);
+ * int w1 = agg.register(gradW1);  int b1 = agg.register(gradB1);   // once
+ * for (each step) {
+ *   backward();                         // fills gradW1, gradB1 ...
+ *   agg.ready(b1); agg.ready(w1);       // as each is final; buckets start on their own
+ *   agg.await();                        // averaged in place, identical on every rank
+ * }
+ * }</pre>
+ * Not thread-safe: one training thread per rank drives it. Per step it allocates nothing
+ * beyond the communicator's call bookkeeping.
+ */
+public final class GradientAggregator implements AutoCloseable {
+  private final Communicator comm;
+  private final long bucketBytes;
+  private final List<Entry> entries = new ArrayList<>();
+  private final List<Bucket> buckets = new ArrayList<>();
+  private boolean frozen;
+
+  public GradientAggregator(Communicator comm, long bucketBytes) {
+    if (bucketBytes < 1024) {
+      throw new IllegalArgumentException("bucketBytes must be at least 1 KiB, got "
+          + bucketBytes);
+    }
+    this.comm = comm;
+    this.bucketBytes = bucketBytes;
+  }
+
+  /** With the bucket size of {@code spark.treeline.bucketBytes} (25 MiB by default). */
+  public static GradientAggregator forTask() {
+    return new GradientAggregator(Treeline.communicator(), Treeline.conf(
+        org.apache.spark.SparkEnv.get().conf()).get(io.treeline.conf.TreelineConf.BUCKET_BYTES));
+  }
+
+  public int register(float[] grad) {
+    return add(new Entry(grad, null, null, DataType.F32, grad.length));
+  }
+
+  public int register(double[] grad) {
+    return add(new Entry(null, grad, null, DataType.F64, grad.length));
+  }
+
+  /** A direct buffer of {@code count} elements of {@code type} from index 0 (native order). */
+  public int register(ByteBuffer grad, DataType type, long count) {
+    if (!grad.isDirect()) {
+      throw new IllegalArgumentException("register a heap gradient as float[] or double[]");
+    }
+    return add(new Entry(null, null, grad.duplicate().order(ByteOrder.nativeOrder()), type,
+        count));
+  }
+
+  private int add(Entry e) {
+    if (frozen) {
+      throw new IllegalStateException("register every gradient before the first ready()");
+    }
+    entries.add(e);
+    return entries.size() - 1;
+  }
+
+  /** Gradient {@code id} is final for this step: copy it into its bucket, start the bucket if full. */
+  public void ready(int id) {
+    freeze();
+    Entry e = entries.get(id);
+    Bucket b = e.bucket;
+    if (e.readyThisStep) {
+      throw new IllegalStateException("gradient " + id + " was marked ready twice in one step");
+    }
+    e.readyThisStep = true;
+    e.copyIn();
+    if (++b.ready == b.members.size()) {
+      b.handle = comm.allReduceAsync(b.buffer, b.buffer, b.count, b.type, ReduceOp.AVG);
+    }
+  }
+
+  /** Wait for every bucket, write the averages into the gradients; the step is over. */
+  public void await() {
+    Duration timeout = comm.config().timeout();
+    for (Bucket b : buckets) {
+      if (b.handle == null) {
+        throw new IllegalStateException("await() before every gradient was ready(): bucket "
+            + buckets.indexOf(b) + " has " + b.ready + " of " + b.members.size());
+      }
+    }
+    for (Bucket b : buckets) {
+      b.handle.await(timeout.multipliedBy(1 + b.count * b.type.size()
+          / Math.max(1, comm.config().segmentBytes())));
+      for (Entry e : b.members) {
+        e.copyOut();
+        e.readyThisStep = false;
+      }
+      b.handle = null;
+      b.ready = 0;
+    }
+  }
+
+  /** ready() for every gradient in registration order, then await(). */
+  public void allReduce() {
+    freeze();
+    for (int i = 0; i < entries.size(); i++) {
+      ready(i);
+    }
+    await();
+  }
+
+  public int buckets() {
+    freeze();
+    return buckets.size();
+  }
+
+  private void freeze() {
+    if (frozen) {
+      return;
+    }
+    frozen = true;
+    Bucket cur = null;
+    for (Entry e : entries) {
+      long bytes = e.count * e.type.size();
+      if (cur == null || cur.type != e.type || (cur.count > 0
+          && (cur.count * cur.type.size() + bytes) > bucketBytes)) {
+        cur = new Bucket(e.type);
+        buckets.add(cur);
+      }
+      e.bucket = cur;
+      e.offset = cur.count;
+      cur.members.add(e);
+      cur.count += e.count;
+    }
+    for (Bucket b : buckets) {
+      b.buffer = ByteBuffer.allocateDirect((int) Math.max(1, b.count * b.type.size()))
+          .order(ByteOrder.nativeOrder());
+      b.floats = b.buffer.asFloatBuffer();
+      b.doubles = b.buffer.asDoubleBuffer();
+    }
+  }
+
+  @Override
+  public void close() {
+    for (Bucket b : buckets) {
+      if (b.handle != null) {
+        b.handle.await(comm.config().timeout());
+      }
+    }
+  }
+
+  private static final class Bucket {
+    final DataType type;
+    final List<Entry> members = new ArrayList<>();
+    long count;
+    int ready;
+    ByteBuffer buffer;
+    FloatBuffer floats;
+    DoubleBuffer doubles;
+    Handle handle;
+
+    Bucket(DataType type) {
+      this.type = type;
+    }
+  }
+
+  private static final class Entry {
+    final float[] f;
+    final double[] d;
+    final ByteBuffer direct;
+    final DataType type;
+    final long count;
+    Bucket bucket;
+    long offset;
+    boolean readyThisStep;
+
+    Entry(float[] f, double[] d, ByteBuffer direct, DataType type, long count) {
+      this.f = f;
+      this.d = d;
+      this.direct = direct;
+      this.type = type;
+      this.count = count;
+    }
+
+    void copyIn() {
+      int off = (int) offset;
+      if (f != null) {
+        bucket.floats.put(off, f, 0, f.length);
+      } else if (d != null) {
+        bucket.doubles.put(off, d, 0, d.length);
+      } else {
+        int es = type.size();
+        bucket.buffer.put(off * es, direct, 0, (int) (count * es));
+      }
+    }
+
+    void copyOut() {
+      int off = (int) offset;
+      if (f != null) {
+        bucket.floats.get(off, f, 0, f.length);
+      } else if (d != null) {
+        bucket.doubles.get(off, d, 0, d.length);
+      } else {
+        int es = type.size();
+        direct.put(0, bucket.buffer, off * es, (int) (count * es));
+      }
+    }
+  }
+}
