@@ -386,6 +386,7 @@ public final class Communicator implements AutoCloseable {
   private void fail(Throwable e) {
     if (broken == null) {
       broken = e;
+      CommStats.failed();
       String reason = "rank " + rank + " failed: " + e.getMessage();
       own.abort(reason);
       links.abort(reason);
@@ -417,7 +418,9 @@ public final class Communicator implements AutoCloseable {
     if (count > 0) {
       copier.copy(type, op, in, inOff, own.input(), 0, count, false, 1);
     }
+    long t0 = System.nanoTime();
     runner.run(plan, ++sequence, own.input(), own.output(), op, config.timeout());
+    CommStats.record(plan.algorithm(), plan.bytes(), System.nanoTime() - t0);
     if (count > 0) {
       copier.copy(type, op, own.output(), 0, out, outOff, count, false, 1);
     }
@@ -432,6 +435,12 @@ public final class Communicator implements AutoCloseable {
       return;
     }
     closed = true;
+    if (broken == null) {
+      // a peer still waiting on this rank (its task failed outside a collective) fails now
+      // instead of at its timeout; a peer that finished our last call never looks again
+      own.abort("rank " + rank + " closed its communicator (its task ended)");
+      links.abort("rank " + rank + " closed its communicator (its task ended)");
+    }
     links.close(); // wakes a collective blocked on the network
     worker.shutdown();
     boolean stopped;
