@@ -31,8 +31,9 @@ public final class TreelineExecutorPlugin implements ExecutorPlugin {
       }
       m.register("collectives.failures", (Gauge<Long>) CommStats::failures);
       ResourceInformation gpu = ctx.resources().get("gpu");
-      LOG.log(System.Logger.Level.INFO, "Treeline executor " + ctx.executorID() + " on "
-          + ctx.hostname() + ": " + (gpu == null ? "no GPU assigned, host path"
+      // not ctx.hostname(): an executor's RpcEnv has no address of its own (it throws)
+      LOG.log(System.Logger.Level.INFO, "Treeline executor " + ctx.executorID() + " on node "
+          + io.treeline.bootstrap.NodeIdentity.local() + ": " + (gpu == null ? "no GPU assigned, host path"
           : "GPU address(es) " + String.join(",", gpu.addresses())));
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.ERROR, "Treeline executor plugin failed to initialise: " + e,
