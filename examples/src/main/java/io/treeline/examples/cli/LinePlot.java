@@ -23,11 +23,18 @@ final class LinePlot {
   private final String xLabel;
   private final String yLabel;
   private final Map<String, List<double[]>> series = new LinkedHashMap<>();
+  private boolean linearX;
 
   LinePlot(String title, String xLabel, String yLabel) {
     this.title = title;
     this.xLabel = xLabel;
     this.yLabel = yLabel;
+  }
+
+  /** A linear x axis with integer ticks (epochs) instead of log2 sizes. */
+  LinePlot linearX() {
+    linearX = true;
+    return this;
   }
 
   void add(String name, double x, double y) {
@@ -78,7 +85,7 @@ final class LinePlot {
       g.setColor(new Color(0xe6e6e6));
       g.drawLine(x, top, x, top + ph);
       g.setColor(Color.DARK_GRAY);
-      String s = sizeLabel(Math.pow(2, e));
+      String s = linearX ? Integer.toString(e) : sizeLabel(Math.pow(2, e));
       g.drawString(s, x - g.getFontMetrics().stringWidth(s) / 2, top + ph + 18);
     }
     g.setColor(Color.BLACK);
@@ -118,8 +125,8 @@ final class LinePlot {
     ImageIO.write(img, "png", file.toFile());
   }
 
-  private static double log2(double v) {
-    return Math.log(Math.max(v, 1)) / Math.log(2);
+  private double log2(double v) {
+    return linearX ? v : Math.log(Math.max(v, 1)) / Math.log(2);
   }
 
   private static double niceCeil(double v) {

@@ -16,7 +16,7 @@ import java.util.Set;
  * first failing rank's code.
  */
 final class RunCommand {
-  private static final Set<String> COMMANDS = Set.of("bench", "plan");
+  private static final Set<String> COMMANDS = Set.of("bench", "plan", "train");
 
   private RunCommand() {
   }

@@ -9,6 +9,7 @@ public final class Treeline {
       usage: ./treeline <command> [options]
 
       commands:
+        train   data-parallel Fashion-MNIST training in a Spark barrier stage (the main job)
         bench   allreduce benchmark, nccl-tests style table + CSV + PNG
         run     start ranks as separate JVMs on simulated nodes: run --nodes 2 -- bench
         plan    print a collective's plan (trees, per-rank steps), --json, --verify
@@ -39,6 +40,8 @@ public final class Treeline {
           return BenchCommand.run(rest, out);
         case "run":
           return RunCommand.run(rest, out);
+        case "train":
+          return TrainCommand.run(rest, out);
         default:
           err.print("unknown command '" + argv[0] + "'\n\n" + USAGE);
           return 2;
@@ -47,6 +50,12 @@ public final class Treeline {
       err.println("treeline " + argv[0] + ": " + e.getMessage());
       err.println("(./treeline " + argv[0] + " --help lists the options)");
       return 2;
+    } catch (java.io.IOException e) {
+      err.println("treeline " + argv[0] + ": " + e.getMessage());
+      return 1;
+    } catch (Exception e) {
+      err.println("treeline " + argv[0] + " failed: " + e);
+      return 1;
     }
   }
 }
