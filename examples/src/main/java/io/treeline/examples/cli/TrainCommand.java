@@ -6,6 +6,7 @@ import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
 import io.treeline.comm.Communicator;
 import io.treeline.examples.mnist.FashionMnist;
+import io.treeline.examples.mnist.MllibBaseline;
 import io.treeline.examples.mnist.Trainer;
 import io.treeline.spark.TreelinePlugin;
 import java.io.IOException;
@@ -52,7 +53,11 @@ final class TrainCommand {
         .option("limit", "N", "0", "use only the first N training images (0: all)")
         .option("data", "DIR", FashionMnist.DEFAULT_DIR.toString(), "folder with the IDX files")
         .option("out", "DIR", "out/train", "folder for train.csv and train.png")
-        .flag("install-data", "install dataset-fashion-mnist with apt-get if missing (root)");
+        .flag("install-data", "install dataset-fashion-mnist with apt-get if missing (root)")
+        .flag("compare-mllib", "also train MLlib's MultilayerPerceptronClassifier (l-bfgs and "
+            + "gd) on the same data and Spark context, and print both side by side")
+        .option("target", "ACC", "0.85", "test accuracy whose wall time --compare-mllib compares")
+        .option("mllib-budget", "SECONDS", "300", "training time each MLlib solver gets at most");
     if (!a.parse(argv)) {
       return 0;
     }
@@ -79,9 +84,9 @@ final class TrainCommand {
         + "momentum %.2g%n", ranks, master, a.get("hidden"), o.batch(), o.epochs(), o.lr(),
         o.momentum());
     long t0 = System.nanoTime();
-    List<Trainer.Result> results;
     String data = dataDir.toString();
     localOut = out;
+    List<Trainer.Result> results;
     try (JavaSparkContext sc = new JavaSparkContext(conf)) {
       sc.setLogLevel("WARN");
       List<Integer> parts = new ArrayList<>();
@@ -96,16 +101,65 @@ final class TrainCommand {
             lead ? print : null, lead && System.console() != null ? System.err : null);
         return List.of(r).iterator();
       });
+      for (Trainer.Result r : results) {
+        if (!Arrays.equals(r.weights(), results.get(0).weights())) {
+          throw new IllegalStateException("the replicas differ after training");
+        }
+      }
+      out.printf("replicas identical on all %d ranks; %.1f s in all%n", ranks,
+          (System.nanoTime() - t0) / 1e9);
+      write(outDir, results.get(0).history(), ranks, out);
+      if (a.has("compare-mllib")) {
+        compare(sc, FashionMnist.load(dataDir), o, ranks, Double.parseDouble(a.get("target")),
+            a.getInt("mllib-budget"), results.get(0).history(), outDir, out);
+      }
+    } finally {
+      localOut = null;
     }
-    for (Trainer.Result r : results) {
-      if (!Arrays.equals(r.weights(), results.get(0).weights())) {
-        throw new IllegalStateException("the replicas differ after training");
+    return 0;
+  }
+
+  private static void compare(JavaSparkContext sc, FashionMnist data, Trainer.Options o,
+      int ranks, double target, int budget, List<Trainer.Epoch> ours, Path outDir,
+      PrintStream out) throws IOException {
+    int[] layers = new int[o.hidden().length + 2];
+    layers[0] = data.pixels();
+    System.arraycopy(o.hidden(), 0, layers, 1, o.hidden().length);
+    layers[layers.length - 1] = 10;
+    out.printf("MLlib MultilayerPerceptronClassifier %s on the same %d partitions, until test "
+        + "accuracy %.2f or %d s of training:%n", Arrays.toString(layers), ranks, target, budget);
+    List<MllibBaseline.Outcome> mllib = new ArrayList<>();
+    mllib.add(MllibBaseline.run(sc, data, layers, ranks, "l-bfgs", target, budget, 25, 0.03,
+        out));
+    mllib.add(MllibBaseline.run(sc, data, layers, ranks, "gd", target, budget, 25, 0.5, out));
+    double oursToTarget = Double.NaN;
+    for (Trainer.Epoch e : ours) {
+      if (e.testAccuracy() >= target) {
+        oursToTarget = e.elapsedSeconds();
+        break;
       }
     }
-    out.printf("replicas identical on all %d ranks; %.1f s in all%n", ranks,
-        (System.nanoTime() - t0) / 1e9);
-    write(outDir, results.get(0).history(), ranks, out);
-    return 0;
+    double oursPerPass = ours.stream().mapToDouble(Trainer.Epoch::seconds).average().orElse(0);
+    double oursFinal = ours.get(ours.size() - 1).testAccuracy();
+    StringBuilder t = new StringBuilder();
+    t.append(String.format("%-36s %16s %16s %12s %14s%n", "", "time to " + target + " (s)",
+        "s per data pass", "final acc", "vs Treeline"));
+    t.append(String.format("%-36s %16s %16.2f %12.4f %14s%n", "Treeline (" + ranks
+        + " ranks, minibatch SGD)", fmt(oursToTarget), oursPerPass, oursFinal, "1.00"));
+    for (MllibBaseline.Outcome m : mllib) {
+      t.append(String.format("%-36s %16s %16.2f %12.4f %14s%n", "MLlib MLP, " + m.solver()
+          + " (treeAggregate)", fmt(m.secondsToTarget()), m.secondsPerIteration(),
+          m.finalAccuracy(), Double.isNaN(m.secondsToTarget()) || Double.isNaN(oursToTarget)
+              ? "not reached" : String.format("%.3f", oursToTarget / m.secondsToTarget())));
+    }
+    out.print(t);
+    Files.writeString(outDir.resolve("compare-mllib.txt"), t);
+    out.println("wrote " + outDir.resolve("compare-mllib.txt") + " (vs Treeline = Treeline's "
+        + "time to the target / MLlib's)");
+  }
+
+  private static String fmt(double s) {
+    return Double.isNaN(s) ? "not reached" : String.format("%.1f", s);
   }
 
   private static int plainProcesses(Trainer.Options o, Path dataDir, Path outDir,
