@@ -30,6 +30,19 @@ public final class TreelineExecutorPlugin implements ExecutorPlugin {
             (Gauge<Long>) () -> c.nanos() / 1_000_000);
       }
       m.register("collectives.failures", (Gauge<Long>) CommStats::failures);
+      // the node's GPUs and PCIe link health, once per executor (reading sysfs is cheap)
+      try {
+        io.treeline.topology.TopologyReport topo = io.treeline.topology.TopologyReport.collect(
+            java.nio.file.Path.of("/sys"), null, null, null);
+        m.register("pcie.linkWarnings", (Gauge<Integer>) () -> topo.warnings().size());
+        for (io.treeline.topology.LinkHealth.Warning w : topo.warnings()) {
+          LOG.log(System.Logger.Level.WARNING, "Treeline: " + w);
+        }
+        LOG.log(System.Logger.Level.INFO, "Treeline topology of executor " + ctx.executorID()
+            + ":\n" + topo.text());
+      } catch (java.io.IOException e) {
+        LOG.log(System.Logger.Level.WARNING, "Treeline: cannot read the topology: " + e);
+      }
       ResourceInformation gpu = ctx.resources().get("gpu");
       // not ctx.hostname(): an executor's RpcEnv has no address of its own (it throws)
       LOG.log(System.Logger.Level.INFO, "Treeline executor " + ctx.executorID() + " on node "

@@ -13,6 +13,7 @@ public final class Treeline {
         bench   allreduce benchmark, nccl-tests style table + CSV + PNG
         run     start ranks as separate JVMs on simulated nodes: run --nodes 2 -- bench
         plan    print a collective's plan (trees, per-rank steps), --json, --verify
+        topo    GPUs, link classes, PCIe link health and warnings of this node
         jmh     JMH benchmark of the host reducers against memcpy
 
       ./treeline <command> --help shows a command's options.
@@ -42,6 +43,8 @@ public final class Treeline {
           return RunCommand.run(rest, out);
         case "train":
           return TrainCommand.run(rest, out);
+        case "topo":
+          return TopoCommand.run(rest, out);
         default:
           err.print("unknown command '" + argv[0] + "'\n\n" + USAGE);
           return 2;
