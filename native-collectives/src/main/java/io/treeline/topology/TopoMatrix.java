@@ -13,7 +13,9 @@ public record TopoMatrix(List<String> devices, LinkClass[][] links, List<String>
     List<String> numaAffinity) {
 
   public static TopoMatrix parse(String text) {
-    List<String> lines = text.lines().map(String::strip).filter(l -> !l.isEmpty()).toList();
+    // nvidia-smi underlines the header with ANSI escapes when it thinks it talks to a terminal
+    String plain = text.replaceAll("\u001B\\[[0-9;]*m", "");
+    List<String> lines = plain.lines().map(String::strip).filter(l -> !l.isEmpty()).toList();
     int h = -1;
     for (int i = 0; i < lines.size() && h < 0; i++) {
       String[] t = lines.get(i).split("\\s+");

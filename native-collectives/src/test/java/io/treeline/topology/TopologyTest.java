@@ -117,4 +117,28 @@ class TopologyTest {
     assertTrue(r.text().contains("rank order across switches: [0, 4, 1, 5, 2, 6, 3, 7]"),
         r.text());
   }
+
+  @Test
+  void theCapturedH200MachineReportsItsGpuByUuidWithAHealthyGen5Link() throws Exception {
+    Path sys = Path.of(TopologyTest.class.getResource("/topology/h200-sysfs").toURI());
+    TopologyReport r = TopologyReport.collect(sys, resource("h200-topo-m.txt"),
+        resource("h200-gpus.csv"), null);
+    assertEquals(1, r.matrix().devices().size()); // the ANSI underline of the header is gone
+    assertEquals("0-15", r.matrix().cpuAffinity().get(0));
+    assertEquals("GPU-d088594b-ae7f-9891-e243-8f51687ae86c", r.gpus().get(0).uuid());
+    assertEquals("0000:00:06.0", r.gpus().get(0).busId());
+    assertEquals("NVIDIA H200", r.gpus().get(0).name());
+    assertEquals(List.of(), r.warnings());
+    assertTrue(r.text().contains("0000:00:06.0   GPU    ?     32 GT/s x16      32 GT/s x16"),
+        r.text());
+  }
+
+  @Test
+  void theDegradedFixtureWarnsAboutHalfTheBandwidth() throws Exception {
+    Path sys = Path.of(TopologyTest.class.getResource("/topology/degraded-sysfs").toURI());
+    TopologyReport r = TopologyReport.collect(sys, "", "", null);
+    assertEquals(1, r.warnings().size());
+    assertTrue(r.text().contains("about 50% of its bandwidth"), r.text());
+    assertTrue(r.text().contains("12/0/0"), r.text());
+  }
 }
