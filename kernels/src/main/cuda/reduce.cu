@@ -2,12 +2,11 @@
 // type x op. Half types accumulate in f32 and round once; inputs combine in the order given, so
 // ranks that reduce the same inputs in the same order get the same bits (as on the host).
 //
-// Each thread writes 16-byte vectors (uint4) and handles VPT of them per grid-stride step, i.e.
-// 8-16 elements (seed 004: more spills registers); a scalar loop takes the tail. Pointers and
+// Each thread loads 16 bytes (uint4, __ldg) of every input and stores 16 bytes, VPT vectors per
+// grid-stride step, i.e. 8-16 elements (seed 004: more spills registers); the input pointers
+// are read from their device table once per thread; a scalar loop takes the tail. Pointers and
 // the element count must be 16-byte aligned for the vector path; the launcher checks and passes
-// vec = 0 otherwise. This first version reads the inputs element by element: 2.8 TB/s for two
-// f32 inputs on the H200 but 0.6 TB/s for eight (docs/BENCHMARKS.md); 16-byte loads of every
-// input are the next step.
+// vec = 0 otherwise.
 #include <cstdint>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -63,28 +62,47 @@ __device__ __forceinline__ T combine(Inputs in, int n, long long i, int finish,
 template <typename T, typename Op>
 __device__ void reduceKernel(T* __restrict__ dst, Inputs in, int n, long long count, int vec,
     int finish, int divisor) {
-  const int per = 16 / sizeof(T); // elements per vector
+  typedef typename Acc<T>::type A;
+  constexpr int PER = 16 / sizeof(T); // elements per 16-byte vector
+  const T* src[8];
+#pragma unroll
+  for (int k = 0; k < 8; k++) {
+    src[k] = k < n ? static_cast<const T*>(in[k]) : nullptr; // the table, once per thread
+  }
   long long tid = blockIdx.x * (long long) blockDim.x + threadIdx.x;
   long long threads = (long long) gridDim.x * blockDim.x;
-  long long vectors = vec ? count / per : 0;
+  long long vectors = vec ? count / PER : 0;
   for (long long v0 = tid * VPT; v0 < vectors; v0 += threads * VPT) {
-    uint4 raw[VPT];
 #pragma unroll
     for (int u = 0; u < VPT; u++) {
       long long v = v0 + u;
-      if (v >= vectors) {
-        break;
-      }
-      T out[16 / sizeof(T)];
+      if (v < vectors) {
+        A acc[PER];
+        uint4 x = __ldg(reinterpret_cast<const uint4*>(src[0]) + v);
+        const T* xs = reinterpret_cast<const T*>(&x);
 #pragma unroll
-      for (int e = 0; e < per; e++) {
-        out[e] = combine<T, Op>(in, n, v * per + e, finish, divisor);
+        for (int e = 0; e < PER; e++) {
+          acc[e] = load<T>(xs[e]);
+        }
+        for (int k = 1; k < n; k++) {
+          uint4 y = __ldg(reinterpret_cast<const uint4*>(src[k]) + v);
+          const T* ys = reinterpret_cast<const T*>(&y);
+#pragma unroll
+          for (int e = 0; e < PER; e++) {
+            acc[e] = Op::f(acc[e], load<T>(ys[e]));
+          }
+        }
+        uint4 o;
+        T* os = reinterpret_cast<T*>(&o);
+#pragma unroll
+        for (int e = 0; e < PER; e++) {
+          os[e] = store<T>(finish ? finishValue<T>(acc[e], divisor) : acc[e]);
+        }
+        reinterpret_cast<uint4*>(dst)[v] = o;
       }
-      raw[u] = *reinterpret_cast<uint4*>(out);
-      reinterpret_cast<uint4*>(dst)[v] = raw[u];
     }
   }
-  for (long long i = vectors * per + tid; i < count; i += threads) {
+  for (long long i = vectors * PER + tid; i < count; i += threads) {
     dst[i] = combine<T, Op>(in, n, i, finish, divisor);
   }
 }
