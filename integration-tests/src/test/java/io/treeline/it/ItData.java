@@ -33,17 +33,7 @@ final class ItData {
     ByteBuffer b = ByteBuffer.allocateDirect(Math.max(1, n * t.size()))
         .order(ByteOrder.nativeOrder());
     for (int i = 0; i < n; i++) {
-      double v = value(seed, rank, i, t);
-      switch (t) {
-        case F32 -> b.putFloat(i * 4, (float) v);
-        case F64 -> b.putDouble(i * 8, v);
-        case F16 -> b.putShort(i * 2, HalfFloats.floatToHalf((float) v));
-        case BF16 -> b.putShort(i * 2, HalfFloats.floatToBf16((float) v));
-        case I32 -> b.putInt(i * 4, (int) v);
-        case I64 -> b.putLong(i * 8, (long) v);
-        case U8 -> b.put(i, (byte) v);
-        default -> throw new AssertionError(t);
-      }
+      t.put(b, i, value(seed, rank, i, t));
     }
     return b;
   }
@@ -51,16 +41,7 @@ final class ItData {
   static double[] decode(ByteBuffer b, int n, DataType t) {
     double[] out = new double[n];
     for (int i = 0; i < n; i++) {
-      out[i] = switch (t) {
-        case F32 -> b.getFloat(i * 4);
-        case F64 -> b.getDouble(i * 8);
-        case F16 -> HalfFloats.halfToFloat(b.getShort(i * 2));
-        case BF16 -> HalfFloats.bf16ToFloat(b.getShort(i * 2));
-        case I32 -> b.getInt(i * 4);
-        case I64 -> b.getLong(i * 8);
-        case U8 -> b.get(i) & 0xFF;
-        default -> throw new AssertionError(t);
-      };
+      out[i] = t.get(b, i);
     }
     return out;
   }

@@ -1,5 +1,6 @@
 package io.treeline.core;
 
+import java.nio.ByteBuffer;
 import java.util.Locale;
 
 /**
@@ -38,6 +39,39 @@ public enum DataType {
 
   public boolean isFloating() {
     return floating;
+  }
+
+  /**
+   * Writes {@code v}, converted to this type (half types round to nearest even, integers
+   * truncate and wrap), as element {@code index} of {@code b} (absolute, {@code b}'s order).
+   * For tools and tests; the reducers work on whole blocks instead.
+   */
+  public void put(ByteBuffer b, int index, double v) {
+    int at = index * size;
+    switch (this) {
+      case F32 -> b.putFloat(at, (float) v);
+      case F64 -> b.putDouble(at, v);
+      case F16 -> b.putShort(at, HalfFloats.floatToHalf((float) v));
+      case BF16 -> b.putShort(at, HalfFloats.floatToBf16((float) v));
+      case I32 -> b.putInt(at, (int) (long) v);
+      case I64 -> b.putLong(at, (long) v);
+      case U8 -> b.put(at, (byte) (long) v);
+      default -> throw new AssertionError(this);
+    }
+  }
+
+  /** Element {@code index} of {@code b} as a double (u8 unsigned; i64 exact up to 2^53). */
+  public double get(ByteBuffer b, int index) {
+    int at = index * size;
+    return switch (this) {
+      case F32 -> b.getFloat(at);
+      case F64 -> b.getDouble(at);
+      case F16 -> HalfFloats.halfToFloat(b.getShort(at));
+      case BF16 -> HalfFloats.bf16ToFloat(b.getShort(at));
+      case I32 -> b.getInt(at);
+      case I64 -> b.getLong(at);
+      case U8 -> b.get(at) & 0xFF;
+    };
   }
 
   /** Accepts "f32", "float32", "F32", "bf16", "bfloat16", ... */

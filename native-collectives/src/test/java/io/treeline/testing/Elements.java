@@ -52,29 +52,12 @@ public final class Elements {
   }
 
   public static void put(ByteBuffer b, int i, double x, DataType t) {
-    switch (t) {
-      case F32 -> b.putFloat(i * 4, (float) x);
-      case F64 -> b.putDouble(i * 8, x);
-      case F16, BF16 -> b.putShort(i * 2, (short) encodeBits(x, t));
-      case I32 -> b.putInt(i * 4, (int) (long) x);
-      case I64 -> b.putLong(i * 8, (long) x);
-      case U8 -> b.put(i, (byte) (long) x);
-      default -> throw new AssertionError(t);
-    }
+    t.put(b, i, x);
   }
 
   /** Element i of b, as a double (i64 values beyond 2^53 lose bits: use {@link #getLong}). */
   public static double get(ByteBuffer b, int i, DataType t) {
-    switch (t) {
-      case F32: return b.getFloat(i * 4);
-      case F64: return b.getDouble(i * 8);
-      case F16: return HalfFloats.halfToFloat(b.getShort(i * 2));
-      case BF16: return HalfFloats.bf16ToFloat(b.getShort(i * 2));
-      case I32: return b.getInt(i * 4);
-      case I64: return b.getLong(i * 8);
-      case U8: return b.get(i) & 0xFF;
-      default: throw new AssertionError(t);
-    }
+    return t.get(b, i);
   }
 
   public static long getLong(ByteBuffer b, int i, DataType t) {

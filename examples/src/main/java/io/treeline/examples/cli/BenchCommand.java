@@ -314,17 +314,7 @@ final class BenchCommand {
     ByteBuffer b = ByteBuffer.allocateDirect((int) Math.max(1, count * t.size()))
         .order(ByteOrder.nativeOrder());
     for (int i = 0; i < count; i++) {
-      double v = value(rank, i);
-      switch (t) {
-        case F32 -> b.putFloat(i * 4, (float) v);
-        case F64 -> b.putDouble(i * 8, v);
-        case F16 -> b.putShort(i * 2, io.treeline.core.HalfFloats.floatToHalf((float) v));
-        case BF16 -> b.putShort(i * 2, io.treeline.core.HalfFloats.floatToBf16((float) v));
-        case I32 -> b.putInt(i * 4, (int) v);
-        case I64 -> b.putLong(i * 8, (long) v);
-        case U8 -> b.put(i, (byte) v);
-        default -> throw new AssertionError(t);
-      }
+      t.put(b, i, value(rank, i));
     }
     return b;
   }
@@ -353,16 +343,7 @@ final class BenchCommand {
         long e = (long) expect;
         expect = t == DataType.I32 ? (int) e : t == DataType.U8 ? e & 0xFF : e;
       }
-      double got = switch (t) {
-        case F32 -> res.getFloat(i * 4);
-        case F64 -> res.getDouble(i * 8);
-        case F16 -> io.treeline.core.HalfFloats.halfToFloat(res.getShort(i * 2));
-        case BF16 -> io.treeline.core.HalfFloats.bf16ToFloat(res.getShort(i * 2));
-        case I32 -> res.getInt(i * 4);
-        case I64 -> res.getLong(i * 8);
-        case U8 -> res.get(i) & 0xFF;
-        default -> throw new AssertionError(t);
-      };
+      double got = t.get(res, i);
       double tol = switch (t) {
         case F16 -> 0x1p-10;
         case BF16 -> 0x1p-7;
