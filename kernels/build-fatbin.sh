@@ -24,5 +24,5 @@ echo "[treeline-kernels] $("$nvcc" --version | tail -1): compiling for sm_80 sm_
   -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 \
   -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 \
   -gencode arch=compute_90,code=compute_90 \
-  -o "$out/treeline.fatbin" src/main/cuda/reduce.cu
+  -o "$out/treeline.fatbin" src/main/cuda/treeline.cu
 echo "[treeline-kernels] wrote $out/treeline.fatbin ($(stat -c %s "$out/treeline.fatbin") bytes)"

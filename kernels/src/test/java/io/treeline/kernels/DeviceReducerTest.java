@@ -152,7 +152,7 @@ class DeviceReducerTest {
             CUdeviceptr out = new CUdeviceptr();
             cuMemAlloc(out, (long) count * es);
             boolean avg = op.equals("avg");
-            reducer.reduce(t, avg ? "sum" : op, dev, n, out, count, avg, n, null, true);
+            reducer.reduce(t, avg ? "sum" : op, dev, n, out, count, avg, n, null);
             ByteBuffer res = ByteBuffer.allocateDirect(count * es).order(ByteOrder.nativeOrder());
             cuCtxSynchronize();
             cuMemcpyDtoH(Pointer.to(res), out, (long) count * es);
@@ -250,10 +250,10 @@ class DeviceReducerTest {
     for (String t : List.of("f32", "bf16")) {
       for (int n : new int[] {2, 4, 8}) {
         long count = bytes / size(t);
-        reducer.reduce(t, "sum", in, n, out, count, false, n, null, true); // warm-up
+        reducer.reduce(t, "sum", in, n, out, count, false, n, null); // warm-up
         JCudaDriver.cuEventRecord(a, null);
         for (int i = 0; i < reps; i++) {
-          reducer.reduce(t, "sum", in, n, out, count, false, n, null, true);
+          reducer.reduce(t, "sum", in, n, out, count, false, n, null);
         }
         JCudaDriver.cuEventRecord(b, null);
         JCudaDriver.cuEventSynchronize(b);

@@ -1,0 +1,90 @@
+// Kernels of the intra-node allreduce over peer memory (CUDA IPC mappings) besides the reducers.
+#pragma once
+#include "common.cuh"
+
+// Up to MAX_INPUTS copies in one launch: blockIdx.y picks the segment. The all-gather phase of
+// the two-shot allreduce (every rank reads the reduced slices of all its peers) and the copies
+// into and out of the registered buffers are one launch each, never cudaMemcpyPeer.
+struct Segs {
+  const void* src[MAX_INPUTS];
+  void* dst[MAX_INPUTS];
+  long long bytes[MAX_INPUTS];
+};
+
+extern "C" __global__ void __launch_bounds__(256) copy_segments(const __grid_constant__ Segs s) {
+  const int k = blockIdx.y;
+  const char* src = static_cast<const char*>(s.src[k]);
+  char* dst = static_cast<char*>(s.dst[k]);
+  const long long bytes = s.bytes[k];
+  const long long tid = blockIdx.x * (long long) blockDim.x + threadIdx.x;
+  const long long threads = (long long) gridDim.x * blockDim.x;
+  const bool aligned = ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst))
+      & 15) == 0;
+  const long long vectors = aligned ? bytes / 16 : 0;
+  constexpr int U = 4;
+  for (long long base = tid; base < vectors; base += threads * U) {
+    uint4 x[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const long long v = base + u * threads;
+      if (v < vectors) {
+        x[u] = __ldg(reinterpret_cast<const uint4*>(src) + v);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const long long v = base + u * threads;
+      if (v < vectors) {
+        reinterpret_cast<uint4*>(dst)[v] = x[u];
+      }
+    }
+  }
+  for (long long i = vectors * 16 + tid; i < bytes; i += threads) {
+    dst[i] = src[i];
+  }
+}
+
+__device__ __forceinline__ void storeRelease(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long loadAcquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ unsigned long long globalNanos() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Flag barrier between the ranks of a node on distinct GPUs, as vLLM's and TensorRT-LLM's custom
+// allreduce do it: flags.p[r] is rank r's flag array (its own, or an IPC mapping of a peer's),
+// slot [k] of it written only by rank k. Thread k stores `value` into slot [me] of peer k's array
+// with release semantics at system scope (after a system fence, so the writes of the kernels
+// before this one in the stream are visible first), then waits with acquire semantics until
+// peer k's store reached slot [k] of our array. Values only grow (sequence * phases + phase), so
+// slots are never reset. A wait past timeoutNs records (peer + 1, value) in status and gives up,
+// so the host can name the peer and the phase instead of hanging the GPU forever.
+extern "C" __global__ void barrier_flags(const __grid_constant__ Ptrs flags, int n, int me,
+    unsigned long long value, long long timeoutNs, unsigned long long* status) {
+  const int k = threadIdx.x;
+  if (k >= n || k == me) {
+    return;
+  }
+  __threadfence_system();
+  storeRelease(static_cast<unsigned long long*>(const_cast<void*>(flags.p[k])) + me, value);
+  const unsigned long long* own = static_cast<const unsigned long long*>(flags.p[me]) + k;
+  const unsigned long long start = globalNanos();
+  while (loadAcquire(own) < value) {
+    if ((long long) (globalNanos() - start) > timeoutNs) {
+      if (atomicCAS(status, 0ULL, (unsigned long long) (k + 1)) == 0ULL) {
+        status[1] = value;
+      }
+      return;
+    }
+    __nanosleep(64);
+  }
+}

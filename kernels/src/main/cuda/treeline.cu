@@ -1,0 +1,4 @@
+// The one translation unit nvcc compiles into treeline.fatbin: every kernel Treeline launches.
+#include "common.cuh"
+#include "reduce.cuh"
+#include "peer.cuh"
