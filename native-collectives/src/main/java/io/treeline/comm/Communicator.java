@@ -4,9 +4,7 @@ import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
-import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
-import io.treeline.exec.CallMismatchException;
 import io.treeline.exec.CollectiveException;
 import io.treeline.exec.PlanRunner;
 import io.treeline.exec.RankTransport;
@@ -18,6 +16,7 @@ import io.treeline.plan.Topology;
 import io.treeline.plan.TreeBroadcast;
 import io.treeline.plan.TwoShot;
 import io.treeline.reduce.HostReducer;
+import io.treeline.transport.shm.PeerFlags;
 import io.treeline.transport.shm.SharedSegment;
 import io.treeline.transport.tcp.PeerLinks;
 import java.io.IOException;
@@ -29,11 +28,8 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -74,7 +70,7 @@ public final class Communicator implements AutoCloseable {
   private final long[] pids;
   private final PeerLinks links;
   private final ExecutorService worker;
-  private final Transport transport = new Transport();
+  private final Transport transport;
   private final PlanRunner runner;
   private final HostReducer copier = new HostReducer();
   private final Map<String, Plan> plans = new HashMap<>();
@@ -94,6 +90,7 @@ public final class Communicator implements AutoCloseable {
     this.segments = segments;
     this.pids = pids;
     this.links = links;
+    this.transport = new Transport(); // after the fields it reads
     this.runner = new PlanRunner(transport, topology.maxLocalSize());
     this.worker = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "treeline-comm-" + bootstrap.rank());
@@ -130,24 +127,14 @@ public final class Communicator implements AutoCloseable {
               + "'s slot to rank " + infos[r].rank());
         }
       }
-      // nodes in order of their lowest rank, ranks node-major inside a node
-      Map<String, List<Integer>> byNode = new LinkedHashMap<>();
-      for (PeerInfo p : infos) {
-        byNode.computeIfAbsent(p.node(), k -> new ArrayList<>()).add(p.rank());
+      String[] nodeIds = new String[n];
+      for (int r = 0; r < n; r++) {
+        nodeIds[r] = infos[r].node();
       }
-      int[] perNode = new int[byNode.size()];
-      int[] planOf = new int[n];
-      int[] bootOf = new int[n];
-      int next = 0;
-      int k = 0;
-      for (List<Integer> ranks : byNode.values()) {
-        perNode[k++] = ranks.size();
-        for (int r : ranks) {
-          planOf[r] = next;
-          bootOf[next++] = r;
-        }
-      }
-      Topology topo = Topology.of(perNode);
+      RankLayout layout = RankLayout.of(nodeIds);
+      Topology topo = layout.topology();
+      int[] planOf = layout.planOf();
+      int[] bootOf = layout.bootOf();
       int mine = planOf[rank];
       long[] pids = new long[n];
       InetSocketAddress[] addrs = new InetSocketAddress[n];
@@ -466,7 +453,8 @@ public final class Communicator implements AutoCloseable {
 
   /** The transport the plan runner sees: plan ranks, shm for flags and peers, TCP for messages. */
   private final class Transport implements RankTransport {
-    private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
+    private final PeerFlags flags = new PeerFlags(planRank, segments, pids, config.timeout(),
+        () -> closed);
 
     @Override
     public int rank() {
@@ -507,41 +495,7 @@ public final class Communicator implements AutoCloseable {
 
     @Override
     public void await(int peer, long value, long deadline, String phase) {
-      SharedSegment s = segments[peer];
-      int polls = 0;
-      while (s.flag() < value) {
-        if (s.aborted()) {
-          throw new CollectiveException(planRank, peer, phase, "local rank " + peer
-              + " aborted: " + s.abortReason(), null);
-        }
-        if (closed) {
-          throw new CollectiveException(planRank, peer, phase, "the communicator was closed",
-              null);
-        }
-        if (System.nanoTime() - deadline > 0) {
-          throw CollectiveException.timeout(planRank, peer, phase + " #" + sequence,
-              "local rank " + peer + " to reach flag " + value, config.timeout());
-        }
-        if ((++polls & 0xFFFF) == 0 && !ProcessHandle.of(pids[peer]).map(ProcessHandle::isAlive)
-            .orElse(false)) {
-          throw new CollectiveException(planRank, peer, phase, "local rank " + peer + " (pid "
-              + pids[peer] + ") has exited", null);
-        }
-        idle.idle();
-      }
-      idle.reset();
-      // The peer published its call before the signal we acquired. If it is still in our
-      // call (same sequence), its call must be ours; if it has moved on, it passed our call's
-      // last barrier, so it made our call. Re-reading the sequence guards against the peer
-      // publishing its next call while we read.
-      long seq = s.callSequence();
-      long count = s.callCount();
-      long meta = s.callMeta();
-      if (seq == callSequence && s.callSequence() == seq
-          && (count != call.count() || meta != call.meta())) {
-        throw new CallMismatchException(planRank, peer, phase, callSequence, call, seq,
-            new CallDescriptor(count, meta));
-      }
+      flags.await(peer, value, deadline, phase, callSequence, call);
     }
 
     @Override
