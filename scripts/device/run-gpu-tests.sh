@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, after carrying .device-carry/: runs the GPU
-# tests with JUnit's console launcher on the carried runtime. NVLink multicast stays off.
+# tests (tag "gpu" and the kernels' tests) with JUnit's console launcher on the carried runtime.
+# The launcher is started with the whole classpath as java.class.path, because the multi-process
+# tests fork rank JVMs with it. Extra arguments go to the launcher (e.g. --select-method ...).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-export NCCL_NVLS_ENABLE=0
-c=.device-carry
-cp="$c/classes:$c/test-classes:$(ls $c/lib/jcuda*.jar | tr '\n' ':')"
+. scripts/device/env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-"$c/jre/bin/java" -jar "$c"/lib/junit-platform-console-standalone-*.jar execute \
-  --class-path "$cp" --select-package io.treeline.kernels --details=tree --disable-banner "$@"
+if [ $# -eq 0 ]; then
+  set -- --select-package io.treeline.kernels --select-package io.treeline.transport.cuda
+fi
+"$JAVA" -cp "$CP" org.junit.platform.console.ConsoleLauncher execute \
+  --details=tree --disable-banner "$@"

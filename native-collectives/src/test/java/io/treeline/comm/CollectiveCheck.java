@@ -191,7 +191,7 @@ public final class CollectiveCheck {
   // ---- data and reference ---------------------------------------------------------------------
 
   /** A value for (case, rank, element), never 0 or 1, representable in t, suited to op. */
-  static double value(long seed, int rank, long i, DataType t, ReduceOp op) {
+  public static double value(long seed, int rank, long i, DataType t, ReduceOp op) {
     long h = mix(seed * 0x9E3779B97F4A7C15L + rank * 0xC2B2AE3D27D4EB4FL + i);
     double u = (h >>> 11) * 0x1p-53;
     switch (t) {

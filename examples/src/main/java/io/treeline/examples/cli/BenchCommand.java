@@ -39,7 +39,11 @@ final class BenchCommand {
       double busbw, long wrong, double memcpy) {
   }
 
-  static int run(String[] argv, PrintStream out) {
+  static int run(String[] argv, PrintStream out) throws Exception {
+    List<String> device = new ArrayList<>(List.of(argv));
+    if (device.remove("--device")) {
+      return DeviceBenchCommand.run(device.toArray(new String[0]), out);
+    }
     Args a = new Args("bench", "Allreduce benchmark in the style of nccl-tests' all_reduce_perf."
         + " Ranks run as threads of this JVM,\nor as separate JVMs under ./treeline run (shm "
         + "inside nodes, TCP across). Every result is checked against\nthe expected values. "
@@ -56,7 +60,8 @@ final class BenchCommand {
         .option("warmup", "N", "20", "untimed iterations per size (-w); the JIT compiles during these")
         .option("chunk", "SIZE", "512K", "pipelining chunk of tree and ring plans")
         .option("timeout", "SECONDS", "60", "collective timeout")
-        .option("out", "DIR", "out/bench", "folder for bench.csv and bench.png");
+        .option("out", "DIR", "out/bench", "folder for bench.csv and bench.png")
+        .flag("device", "the GPU benchmark instead (./treeline bench --device --help)");
     a.alias("b", "min-bytes").alias("e", "max-bytes").alias("f", "factor").alias("n", "iters")
         .alias("w", "warmup").alias("d", "dtype").alias("o", "op");
     if (!a.parse(argv)) {

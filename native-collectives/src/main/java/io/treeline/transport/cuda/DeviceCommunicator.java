@@ -1,0 +1,658 @@
+package io.treeline.transport.cuda;
+
+import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
+import static jcuda.driver.JCudaDriver.cuDeviceGetUuid;
+import static jcuda.driver.JCudaDriver.cuEventCreate;
+import static jcuda.driver.JCudaDriver.cuEventDestroy;
+import static jcuda.driver.JCudaDriver.cuEventRecord;
+import static jcuda.driver.JCudaDriver.cuIpcCloseMemHandle;
+import static jcuda.driver.JCudaDriver.cuIpcGetEventHandle;
+import static jcuda.driver.JCudaDriver.cuIpcGetMemHandle;
+import static jcuda.driver.JCudaDriver.cuIpcOpenEventHandle;
+import static jcuda.driver.JCudaDriver.cuIpcOpenMemHandle;
+import static jcuda.driver.JCudaDriver.cuMemAlloc;
+import static jcuda.driver.JCudaDriver.cuMemFree;
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
+import static jcuda.driver.JCudaDriver.cuMemsetD8;
+import static jcuda.driver.JCudaDriver.cuStreamCreate;
+import static jcuda.driver.JCudaDriver.cuStreamDestroy;
+import static jcuda.driver.JCudaDriver.cuStreamQuery;
+import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
+
+import io.treeline.bootstrap.Bootstrap;
+import io.treeline.bootstrap.BootstrapException;
+import io.treeline.comm.CommConfig;
+import io.treeline.comm.RankLayout;
+import io.treeline.core.DataType;
+import io.treeline.core.ReduceOp;
+import io.treeline.exec.BackoffIdleStrategy;
+import io.treeline.exec.CallDescriptor;
+import io.treeline.exec.CollectiveException;
+import io.treeline.exec.PlanRunner;
+import io.treeline.kernels.DevicePointers;
+import io.treeline.kernels.DeviceReducer;
+import io.treeline.kernels.IpcHandles;
+import io.treeline.plan.Algorithm;
+import io.treeline.plan.Plan;
+import io.treeline.plan.Topology;
+import io.treeline.transport.shm.PeerFlags;
+import io.treeline.transport.shm.SharedSegment;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import jcuda.Pointer;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUevent;
+import jcuda.driver.CUevent_flags;
+import jcuda.driver.CUipcEventHandle;
+import jcuda.driver.CUipcMemHandle;
+import jcuda.driver.CUipcMem_flags;
+import jcuda.driver.CUresult;
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstream_flags;
+import jcuda.driver.CUuuid;
+import jcuda.CudaException;
+
+/**
+ * Allreduce of device memory among the ranks of one node, through CUDA IPC: every rank
+ * registers an INPUT and an OUTPUT buffer on its GPU, the ranks exchange their IPC handles
+ * (64 raw bytes each) through the bootstrap and map each other's buffers with lazy peer access,
+ * and the plans of the host path ({@code OneShot} for small messages, {@code TwoShot} for large)
+ * run as kernels that read the peers' buffers in place ({@link DevicePlanRunner}). Ranks in the
+ * same process share addresses directly (an IPC handle cannot be opened by the process that made
+ * it).
+ *
+ * <p>Synchronisation ({@link DeviceOptions.Sync}): on distinct GPUs a barrier kernel on flags in
+ * peer memory; on ranks that share a GPU, IPC events ordered by a handshake in each rank's
+ * shared-memory segment, which also carries the call descriptor (a rank making a different call
+ * fails every rank with both calls named) and the abort word (a failing rank fails its peers at
+ * once).
+ *
+ * <p>Calls enqueue work on the communicator's stream and return; {@link #synchronize()} waits
+ * for it (with the timeout). The stream is a blocking stream, so work on the legacy default
+ * stream before a call is ordered before it. One thread at a time per communicator.
+ * {@link #close()} closes every IPC mapping and event, frees the buffers and removes the
+ * segment, also after a failure.
+ */
+public final class DeviceCommunicator implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger("io.treeline.cuda");
+  private static final int EVENTS = 2 * PlanRunner.PHASES;
+  /** Flag slots per rank (one per local peer), then two words of barrier status. */
+  private static final int FLAG_SLOTS = DeviceReducer.MAX_INPUTS;
+  private static final long FLAGS_BYTES = 256;
+  /** Events of ranks in this process, by segment path: peers in one JVM use them directly. */
+  private static final Map<String, CUevent[]> LOCAL_EVENTS = new ConcurrentHashMap<>();
+
+  private final CommConfig config;
+  private final DeviceOptions options;
+  private final DeviceReducer kernels;
+  private final CUstream stream;
+  private final Topology topology;
+  private final int rank;
+  private final int planRank;
+  private final String gpu;
+  private final DeviceOptions.Sync sync;
+  private final io.treeline.plan.AlgorithmSelector selector;
+  private final Resources res;
+  private final DevicePlanRunner runner;
+  private final Map<String, DevicePlanRunner.Program> programs = new HashMap<>();
+  private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
+  private final long[] statusWords = new long[2];
+  private DevicePlanRunner.Program last;
+  private long sequence;
+  private Throwable broken;
+  private boolean closed;
+
+  /** Everything that {@link #close()} must release, filled in as it is made. */
+  private static final class Resources {
+    DeviceReducer kernels;
+    CUstream stream;
+    CUdeviceptr input;
+    CUdeviceptr output;
+    CUdeviceptr flags;
+    CUevent[] events;
+    String localKey;
+    SharedSegment own;
+    SharedSegment[] segments;
+    final List<CUdeviceptr> mappings = new ArrayList<>();
+    final List<CUevent> peerEvents = new ArrayList<>();
+    CUevent[][] eventsOf;
+    long[] flagsOf;
+    long[] pids;
+
+    void release() {
+      if (kernels != null) {
+        cuCtxSetCurrent(kernels.context());
+      }
+      quietly(() -> {
+        if (stream != null) {
+          cuStreamQuery(stream); // nothing to wait for after a failure: the mappings go anyway
+        }
+      });
+      for (CUdeviceptr m : mappings) {
+        quietly(() -> cuIpcCloseMemHandle(m));
+      }
+      mappings.clear();
+      for (CUevent e : peerEvents) {
+        quietly(() -> cuEventDestroy(e));
+      }
+      peerEvents.clear();
+      if (localKey != null) {
+        LOCAL_EVENTS.remove(localKey);
+      }
+      if (events != null) {
+        for (CUevent e : events) {
+          if (e != null) {
+            quietly(() -> cuEventDestroy(e));
+          }
+        }
+      }
+      for (CUdeviceptr p : new CUdeviceptr[] {input, output, flags}) {
+        if (p != null) {
+          quietly(() -> cuMemFree(p));
+        }
+      }
+      if (stream != null) {
+        quietly(() -> cuStreamDestroy(stream));
+      }
+      if (segments != null) {
+        for (SharedSegment s : segments) {
+          if (s != null && s != own) {
+            s.close();
+          }
+        }
+      }
+      if (own != null) {
+        own.close();
+      }
+      if (kernels != null) {
+        quietly(kernels::close);
+      }
+    }
+  }
+
+  private static void quietly(Runnable r) {
+    try {
+      r.run();
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "while releasing GPU resources: " + e);
+    }
+  }
+
+  private DeviceCommunicator(CommConfig config, DeviceOptions options, Resources res,
+      Topology topology, int rank, int planRank, String gpu, DeviceOptions.Sync sync,
+      io.treeline.plan.AlgorithmSelector selector, long[] input, long[] output) {
+    this.config = config;
+    this.options = options;
+    this.res = res;
+    this.kernels = res.kernels;
+    this.stream = res.stream;
+    this.topology = topology;
+    this.rank = rank;
+    this.planRank = planRank;
+    this.gpu = gpu;
+    this.sync = sync;
+    this.selector = selector;
+    DeviceSync s = sync == DeviceOptions.Sync.FLAGS ? new FlagSync() : new EventSync();
+    this.runner = new DevicePlanRunner(kernels, stream, s, planRank, input, output);
+  }
+
+  /**
+   * Set up the GPU path over all ranks of {@code bootstrap}, which must share one node;
+   * collective: every rank calls it. Throws where there is no usable GPU (no driver, no fatbin),
+   * so that callers can run the host path instead.
+   */
+  public static DeviceCommunicator create(Bootstrap bootstrap, CommConfig config,
+      DeviceOptions options) {
+    int rank = bootstrap.rank();
+    int n = bootstrap.size();
+    Resources r = new Resources();
+    try {
+      r.kernels = new DeviceReducer(options.ordinal());
+      CUuuid uuid = new CUuuid();
+      cuDeviceGetUuid(uuid, r.kernels.device());
+      String gpu = uuidString(uuid.bytes);
+      r.stream = new CUstream();
+      cuStreamCreate(r.stream, CUstream_flags.CU_STREAM_DEFAULT);
+      r.input = alloc(options.bufferBytes());
+      r.output = alloc(options.bufferBytes());
+      r.flags = alloc(FLAGS_BYTES);
+      cuMemsetD8(r.flags, (byte) 0, FLAGS_BYTES);
+      r.events = new CUevent[EVENTS];
+      byte[][] eventHandles = new byte[EVENTS][];
+      for (int i = 0; i < EVENTS; i++) {
+        r.events[i] = new CUevent();
+        cuEventCreate(r.events[i], CUevent_flags.CU_EVENT_INTERPROCESS
+            | CUevent_flags.CU_EVENT_DISABLE_TIMING);
+        CUipcEventHandle h = new CUipcEventHandle();
+        cuIpcGetEventHandle(h, r.events[i]);
+        eventHandles[i] = IpcHandles.bytes(h);
+      }
+      long pid = ProcessHandle.current().pid();
+      Path path = SharedSegment.directory().resolve("treeline-gpu-" + jobTag(bootstrap.secret())
+          + "-r" + rank + "-p" + pid);
+      r.own = SharedSegment.create(path, rank, 64);
+      r.localKey = path.toString();
+      LOCAL_EVENTS.put(r.localKey, r.events);
+      DevicePeerInfo me = new DevicePeerInfo(rank, bootstrap.nodeId(), pid, gpu,
+          path.toString(), DevicePointers.address(r.input), DevicePointers.address(r.output),
+          DevicePointers.address(r.flags), memHandle(r.input), memHandle(r.output),
+          memHandle(r.flags), eventHandles);
+      byte[][] all = bootstrap.allGather(me.encode(), config.timeout());
+      DevicePeerInfo[] infos = new DevicePeerInfo[n];
+      String[] nodes = new String[n];
+      for (int p = 0; p < n; p++) {
+        infos[p] = DevicePeerInfo.decode(all[p]);
+        nodes[p] = infos[p].node();
+      }
+      RankLayout layout = RankLayout.of(nodes);
+      Topology topo = layout.topology();
+      if (topo.nodes() != 1) {
+        throw new UnsupportedOperationException("the GPU path runs inside one node; these "
+            + n + " ranks are on " + topo.nodes() + " nodes (staging across nodes through "
+            + "pinned host memory is not built yet: use the host Communicator there)");
+      }
+      if (n > DeviceReducer.MAX_INPUTS) {
+        throw new UnsupportedOperationException("the GPU path reduces at most "
+            + DeviceReducer.MAX_INPUTS + " ranks of a node in one kernel; this node has " + n);
+      }
+      int mine = layout.planOf()[rank];
+      long[] input = new long[n];
+      long[] output = new long[n];
+      r.flagsOf = new long[n];
+      r.pids = new long[n];
+      r.segments = new SharedSegment[n];
+      r.eventsOf = new CUevent[n][];
+      boolean distinct = true;
+      boolean oneProcess = true;
+      java.util.Set<String> gpus = new java.util.HashSet<>();
+      for (int p = 0; p < n; p++) {
+        DevicePeerInfo info = infos[layout.bootOf()[p]];
+        r.pids[p] = info.pid();
+        distinct &= gpus.add(info.gpu());
+        oneProcess &= info.pid() == pid;
+        if (p == mine) {
+          input[p] = info.input();
+          output[p] = info.output();
+          r.flagsOf[p] = info.flags();
+          r.segments[p] = r.own;
+          r.eventsOf[p] = r.events;
+        } else if (info.pid() == pid) {
+          if (!info.gpu().equals(gpu)) {
+            throw new UnsupportedOperationException("ranks " + rank + " and " + info.rank()
+                + " are in one process on different GPUs; run one process per GPU");
+          }
+          input[p] = info.input();
+          output[p] = info.output();
+          r.flagsOf[p] = info.flags();
+          r.segments[p] = SharedSegment.open(Path.of(info.segment()), info.rank());
+          r.eventsOf[p] = LOCAL_EVENTS.get(info.segment());
+          if (r.eventsOf[p] == null) {
+            throw new IllegalStateException("rank " + info.rank() + " is in this process but "
+                + "its events are not registered");
+          }
+        } else {
+          input[p] = open(r, info.inputHandle(), rank, info.rank(), "INPUT");
+          output[p] = open(r, info.outputHandle(), rank, info.rank(), "OUTPUT");
+          r.flagsOf[p] = open(r, info.flagsHandle(), rank, info.rank(), "flags");
+          r.segments[p] = SharedSegment.open(Path.of(info.segment()), info.rank());
+          r.eventsOf[p] = new CUevent[EVENTS];
+          for (int i = 0; i < EVENTS; i++) {
+            CUevent e = new CUevent();
+            cuIpcOpenEventHandle(e, IpcHandles.eventHandle(info.events()[i]));
+            r.peerEvents.add(e);
+            r.eventsOf[p][i] = e;
+          }
+        }
+      }
+      DeviceOptions.Sync sync = options.sync() == DeviceOptions.Sync.AUTO
+          ? (distinct && n > 1 ? DeviceOptions.Sync.FLAGS : DeviceOptions.Sync.EVENTS)
+          : options.sync();
+      bootstrap.barrier(config.timeout()); // every peer has mapped our segment
+      r.own.unlink();
+      LOG.log(System.Logger.Level.INFO, "rank " + rank + ": GPU path on " + gpu + ", " + n
+          + " local ranks" + (distinct ? " on distinct GPUs" : " sharing GPUs") + ", sync "
+          + sync + ", " + options.bufferBytes() + " bytes per registered buffer");
+      io.treeline.plan.AlgorithmSelector selector = options.selector() != null
+          ? options.selector() : DeviceOptions.defaultSelector(!distinct, oneProcess, n);
+      return new DeviceCommunicator(config, options, r, topo, rank, mine, gpu, sync, selector,
+          input, output);
+    } catch (IOException | RuntimeException | LinkageError e) {
+      r.release();
+      if (e instanceof BootstrapException b) {
+        throw b;
+      }
+      throw new BootstrapException("rank " + rank + ": cannot set up the GPU path: " + e, e);
+    }
+  }
+
+  private static CUdeviceptr alloc(long bytes) {
+    CUdeviceptr p = new CUdeviceptr();
+    cuMemAlloc(p, bytes);
+    return p;
+  }
+
+  private static byte[] memHandle(CUdeviceptr p) {
+    CUipcMemHandle h = new CUipcMemHandle();
+    cuIpcGetMemHandle(h, p);
+    return IpcHandles.bytes(h);
+  }
+
+  private static long open(Resources r, byte[] handle, int rank, int peer, String what) {
+    CUdeviceptr p = new CUdeviceptr();
+    try {
+      cuIpcOpenMemHandle(p, IpcHandles.memHandle(handle),
+          CUipcMem_flags.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    } catch (CudaException e) {
+      throw new CollectiveException(rank, peer, "setup", "cannot open rank " + peer + "'s " + what
+          + " IPC handle (" + e.getMessage() + "): the GPUs cannot map each other's memory "
+          + "(containers or cgroups may forbid CUDA IPC; ./treeline topo --probe-ipc shows which "
+          + "pairs can)", e);
+    }
+    r.mappings.add(p);
+    return DevicePointers.address(p);
+  }
+
+  static String uuidString(byte[] b) {
+    String h = HexFormat.of().formatHex(b);
+    return "GPU-" + h.substring(0, 8) + "-" + h.substring(8, 12) + "-" + h.substring(12, 16)
+        + "-" + h.substring(16, 20) + "-" + h.substring(20);
+  }
+
+  private static String jobTag(byte[] secret) {
+    try {
+      byte[] h = MessageDigest.getInstance("SHA-256").digest(secret);
+      return HexFormat.of().formatHex(h, 0, 6);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  // ---- who is who ----------------------------------------------------------------------------
+
+  public int rank() {
+    return rank;
+  }
+
+  public int size() {
+    return topology.size();
+  }
+
+  /** This rank's place among the node's ranks: its slice of a two-shot reduce-scatter. */
+  public int topologyRank() {
+    return planRank;
+  }
+
+  /** The UUID of this rank's GPU, as nvidia-smi prints it. */
+  public String gpu() {
+    return gpu;
+  }
+
+  public DeviceOptions.Sync sync() {
+    return sync;
+  }
+
+  public CUstream stream() {
+    return stream;
+  }
+
+  /** The CUDA context this rank's work runs in (the device's primary context). */
+  public jcuda.driver.CUcontext context() {
+    return kernels.context();
+  }
+
+  /** Device address of this rank's registered INPUT ({@link #capacityBytes()} bytes). */
+  public long input() {
+    return DevicePointers.address(res.input);
+  }
+
+  /** Device address of this rank's registered OUTPUT, where in-place allreduces leave results. */
+  public long output() {
+    return DevicePointers.address(res.output);
+  }
+
+  public long capacityBytes() {
+    return options.bufferBytes();
+  }
+
+  /** The algorithm the cost model picks for {@code bytes} (one-shot or two-shot). */
+  public Algorithm select(long bytes) {
+    return config.algorithm() != null ? config.algorithm()
+        : selector.select(topology, bytes);
+  }
+
+  // ---- collectives ---------------------------------------------------------------------------
+
+  /**
+   * Enqueue an allreduce of the first {@code count} elements of this rank's registered INPUT
+   * into its registered OUTPUT (they must fit {@link #capacityBytes()}). {@code algorithm} null:
+   * the configured one or the cost model's choice. Every rank must make the same call.
+   */
+  public void allReduce(long count, DataType type, ReduceOp op, Algorithm algorithm) {
+    if (count * type.size() > options.bufferBytes()) {
+      throw new IllegalArgumentException("rank " + rank + ": " + count + " x " + type + " is "
+          + count * type.size() + " bytes, more than the registered buffer of "
+          + options.bufferBytes() + "; use allReduce(src, dst, ...) (it runs in windows) or "
+          + "raise the buffer size");
+    }
+    run(program(count, type, op, algorithm));
+  }
+
+  /**
+   * Enqueue {@code dst = allreduce(src)} for device buffers anywhere on this rank's GPU (they may
+   * be the same): copied into the registered INPUT and out of the registered OUTPUT, in windows
+   * of {@link #capacityBytes()}.
+   */
+  public void allReduce(long src, long dst, long count, DataType type, ReduceOp op,
+      Algorithm algorithm) {
+    int es = type.size();
+    long window = options.bufferBytes() / es;
+    long done = 0;
+    do {
+      long c = Math.min(window, count - done);
+      long bytes = c * es;
+      copy(src + done * es, input(), bytes);
+      run(program(c, type, op, algorithm));
+      copy(output(), dst + done * es, bytes);
+      done += c;
+    } while (done < count);
+  }
+
+  private final long[] copySrc = new long[1];
+  private final long[] copyDst = new long[1];
+  private final long[] copyBytes = new long[1];
+
+  private void copy(long from, long to, long bytes) {
+    if (bytes == 0 || from == to) {
+      return;
+    }
+    copySrc[0] = from;
+    copyDst[0] = to;
+    copyBytes[0] = bytes;
+    kernels.copy(copySrc, copyDst, copyBytes, 1, stream);
+  }
+
+  private DevicePlanRunner.Program program(long count, DataType type, ReduceOp op,
+      Algorithm algorithm) {
+    Algorithm a = algorithm != null ? algorithm : select(count * type.size());
+    DevicePlanRunner.Program p = last;
+    if (p != null && p.plan.count() == count && p.plan.type() == type && p.op == op
+        && p.plan.algorithm().equals(a.id())) {
+      return p;
+    }
+    String key = a.id() + ':' + count + ':' + type + ':' + op;
+    p = programs.get(key);
+    if (p == null) {
+      if (programs.size() > 256) {
+        programs.clear();
+      }
+      Plan plan = a.allReduce(topology, type, count, config.plan());
+      p = runner.compile(plan, op);
+      programs.put(key, p);
+    }
+    last = p;
+    return p;
+  }
+
+  private void run(DevicePlanRunner.Program p) {
+    check("allreduce");
+    cuCtxSetCurrent(kernels.context());
+    long seq = ++sequence;
+    CallDescriptor call = CallDescriptor.of(p.plan, p.op);
+    res.own.beginCall(seq, call.count(), call.meta());
+    currentCall = call;
+    long t0 = System.nanoTime();
+    try {
+      runner.run(p, seq, t0 + config.timeout().toNanos());
+    } catch (RuntimeException | Error e) {
+      fail(e);
+      throw e;
+    }
+  }
+
+  private CallDescriptor currentCall;
+
+  /**
+   * Wait until everything enqueued on this rank's stream has run, at most the timeout; then
+   * report a flag barrier that gave up (naming the peer and the phase).
+   */
+  public void synchronize() {
+    check("synchronize");
+    cuCtxSetCurrent(kernels.context());
+    long deadline = System.nanoTime() + config.timeout().toNanos();
+    try {
+      while (!done()) {
+        if (System.nanoTime() - deadline > 0) {
+          throw CollectiveException.timeout(planRank, -1, "synchronize #" + sequence,
+              "the GPU to finish this rank's collectives", config.timeout());
+        }
+        idle.idle();
+      }
+      idle.reset();
+      if (sync == DeviceOptions.Sync.FLAGS) {
+        cuMemcpyDtoH(Pointer.to(statusWords), DevicePointers.at(res.flagsOf[planRank]
+            + 8L * FLAG_SLOTS), 16);
+        if (statusWords[0] != 0) {
+          int peer = (int) statusWords[0] - 1;
+          long value = statusWords[1];
+          throw new CollectiveException(planRank, peer, "barrier of collective #"
+              + value / PlanRunner.PHASES + " phase " + value % PlanRunner.PHASES,
+              "timed out after " + config.timeout().toMillis() + " ms in the GPU flag barrier "
+              + "waiting for local rank " + peer + "; the peer may have failed or be making a "
+              + "different call (raise the timeout if it is only slow)", null);
+        }
+      }
+    } catch (RuntimeException e) {
+      fail(e);
+      throw e;
+    }
+  }
+
+  private boolean done() {
+    try {
+      cuStreamQuery(stream);
+      return true;
+    } catch (CudaException e) {
+      if (String.valueOf(e.getMessage()).contains(CUresult.stringFor(
+          CUresult.CUDA_ERROR_NOT_READY))) {
+        return false;
+      }
+      throw new CollectiveException(planRank, -1, "synchronize #" + sequence, "the GPU failed: "
+          + e.getMessage(), e);
+    }
+  }
+
+  private void check(String what) {
+    if (closed) {
+      throw new CollectiveException(planRank, -1, what, "the communicator is closed", null);
+    }
+    if (broken != null) {
+      throw new CollectiveException(planRank, -1, what, "the communicator failed earlier and "
+          + "cannot run more collectives: " + broken.getMessage(), broken);
+    }
+  }
+
+  private void fail(Throwable e) {
+    if (broken == null) {
+      broken = e;
+      res.own.abort("rank " + rank + " failed: " + e.getMessage());
+      LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": GPU collective failed, telling "
+          + "the peers: " + e.getMessage());
+    }
+  }
+
+  /** Closes every IPC mapping and event, frees the buffers and the segment; after failure too. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    if (broken == null) {
+      res.own.abort("rank " + rank + " closed its GPU communicator");
+    }
+    res.release();
+  }
+
+  // ---- synchronisation -----------------------------------------------------------------------
+
+  /** Ranks sharing a GPU: IPC events, recorded after each phase, waited on by the peers' streams. */
+  private final class EventSync implements DeviceSync {
+    private final PeerFlags flags = new PeerFlags(planRank, res.segments, res.pids,
+        config.timeout(), () -> closed);
+
+    @Override
+    public void signal(int phase, long value, int parity) {
+      cuEventRecord(res.events[parity * PlanRunner.PHASES + phase], stream);
+      res.own.signal(value); // release: a peer that sees it may wait on the recorded event
+    }
+
+    @Override
+    public void await(int peer, int phase, long value, int parity, long deadline, String what) {
+      flags.await(peer, value, deadline, what, sequence, currentCall);
+      cuStreamWaitEvent(stream, res.eventsOf[peer][parity * PlanRunner.PHASES + phase], 0);
+    }
+  }
+
+  /** Ranks on distinct GPUs: one barrier kernel on flags in peer memory per barrier. */
+  private final class FlagSync implements DeviceSync {
+    private final long[] flagPtrs = new long[DeviceReducer.MAX_INPUTS];
+
+    @Override
+    public void signal(int phase, long value, int parity) {
+      throw new UnsupportedOperationException("flag sync runs whole barriers");
+    }
+
+    @Override
+    public void await(int peer, int phase, long value, int parity, long deadline, String what) {
+      throw new UnsupportedOperationException("flag sync runs whole barriers");
+    }
+
+    @Override
+    public void barrier(int[] group, int self, int phase, long value, int parity, long deadline,
+        String what) {
+      int n = topology.size();
+      if (group.length != n) {
+        throw new IllegalArgumentException("flag barriers span the whole node; " + what
+            + " names " + group.length + " of " + n + " ranks");
+      }
+      for (int p = 0; p < n; p++) {
+        flagPtrs[p] = res.flagsOf[p];
+      }
+      kernels.barrier(flagPtrs, n, planRank, value, config.timeout().toNanos(),
+          res.flagsOf[planRank] + 8L * FLAG_SLOTS, stream);
+    }
+
+    @Override
+    public boolean barriersOnly() {
+      return true;
+    }
+  }
+}

@@ -1,0 +1,108 @@
+package io.treeline.transport.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.treeline.kernels.DeviceReducer;
+import io.treeline.launch.ProcessLauncher;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The GPU path across real processes: k JVMs on this machine's GPU, CUDA IPC between them
+ * (scripts/device/run-gpu-tests.sh on the lent H200). Skipped, saying why, where there is no
+ * CUDA driver or GPU; the plans and host logic these run are tested on the host path.
+ */
+@Tag("gpu")
+class DeviceCollectivesTest {
+  private static final List<String> JVM = List.of("-Xmx1g", "-XX:+UseSerialGC");
+
+  @BeforeAll
+  static void gpu() {
+    try (DeviceReducer k = new DeviceReducer(0)) {
+      // a context and the kernels load: there is a GPU
+    } catch (Throwable t) {
+      Assumptions.assumeTrue(false, "no usable GPU here: " + t);
+    }
+  }
+
+  private static List<ProcessLauncher.Result> ranks(int k, String mode, long seconds) {
+    long t0 = System.nanoTime();
+    List<ProcessLauncher.Result> res = ProcessLauncher.run(new int[] {k}, JVM,
+        List.of(DeviceCollectiveCheck.class.getName(), mode), Map.of(),
+        Duration.ofSeconds(seconds), null, -1);
+    StringBuilder all = new StringBuilder();
+    for (ProcessLauncher.Result r : res) {
+      all.append("---- rank ").append(r.rank()).append(" exit ").append(r.exitCode())
+          .append('\n').append(r.output());
+    }
+    for (ProcessLauncher.Result r : res) {
+      assertEquals(0, r.exitCode(), all.toString());
+    }
+    System.out.printf("gpu %s, %d processes: %.1f s; rank 0: %s%n", mode, k,
+        (System.nanoTime() - t0) / 1e9, res.get(0).output().lines()
+            .filter(l -> l.startsWith("CHECK") || l.startsWith("LEAKS")
+                || l.startsWith("MISMATCH") || l.startsWith("rank 0"))
+            .toList());
+    return res;
+  }
+
+  private static void ok(int k, String mode, long seconds) {
+    for (ProcessLauncher.Result r : ranks(k, mode, seconds)) {
+      assertTrue(r.output().contains("CHECK OK"), r.output());
+    }
+  }
+
+  @Test
+  void twoProcessesEveryTypeOpSizeAndAlgorithm() {
+    ok(2, "matrix", 600);
+  }
+
+  @Test
+  void fourProcessesEveryTypeOpSizeAndAlgorithm() {
+    ok(4, "matrix", 600);
+  }
+
+  @Test
+  void eightProcessesEveryTypeOpSizeAndAlgorithm() {
+    ok(8, "matrix", 900);
+  }
+
+  @Test
+  void sixtyFourMebibytesPlusOneElementAndWindowsOnFourAndEightProcesses() {
+    ok(4, "big", 600);
+    ok(8, "big", 600);
+  }
+
+  @Test
+  void closeLeavesNoDeviceMemoryOrSegmentBehind() {
+    ok(4, "leaks", 600);
+  }
+
+  @Test
+  void aRankCallingWithADifferentCountMakesEveryRankFailNamingIt() {
+    for (ProcessLauncher.Result r : ranks(4, "mismatch", 120)) {
+      assertTrue(r.output().contains("MISMATCH-DETECTED"), r.output());
+      assertTrue(r.output().contains("rank 1"), r.output());
+    }
+  }
+
+  @Test
+  void flagBarriersAreCorrectEvenWhenTheRanksShareOneGpu() {
+    ok(2, "flags", 300);
+  }
+
+  @Test
+  void ranksThatAreThreadsOfOneJvmShareAddressesWithoutIpc() throws Exception {
+    long t0 = System.nanoTime();
+    long n = DeviceCollectiveCheck.threads(4, "matrix");
+    System.out.printf("gpu matrix, 4 threads of one JVM: %d results in %.1f s%n", n,
+        (System.nanoTime() - t0) / 1e9);
+    assertTrue(n > 0);
+  }
+}
