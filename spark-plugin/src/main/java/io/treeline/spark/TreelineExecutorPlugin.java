@@ -3,7 +3,17 @@ package io.treeline.spark;
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
 import io.treeline.comm.CommStats;
+import io.treeline.kernels.GpuDevices;
 import io.treeline.plan.Algorithm;
+import io.treeline.topology.LinkHealth;
+import io.treeline.topology.LinkMonitor;
+import io.treeline.topology.PciDevice;
+import io.treeline.topology.TopologyReport;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
@@ -11,9 +21,11 @@ import org.apache.spark.resource.ResourceInformation;
 
 /**
  * Executor side: publishes Treeline's counters (collectives, bytes, time per algorithm,
- * failures) as Spark metrics ({@code plugin.io.treeline.spark.TreelinePlugin.*}) and logs the
- * GPU Spark assigned. Init failures are logged with their reason and rethrown, so a
- * half-initialised executor fails fast instead of lingering until its heartbeat times out.
+ * failures) and the PCIe links of the node's GPUs and NICs (warnings, link bandwidth share, AER
+ * counts) as Spark metrics ({@code plugin.io.treeline.spark.TreelinePlugin.*}), and logs the
+ * node's topology report and the GPU Spark assigned. Init failures are logged with their reason
+ * and rethrown, so a half-initialised executor fails fast instead of lingering until its
+ * heartbeat times out.
  */
 public final class TreelineExecutorPlugin implements ExecutorPlugin {
   private static final System.Logger LOG = System.getLogger("io.treeline.spark");
@@ -30,17 +42,41 @@ public final class TreelineExecutorPlugin implements ExecutorPlugin {
             (Gauge<Long>) () -> c.nanos() / 1_000_000);
       }
       m.register("collectives.failures", (Gauge<Long>) CommStats::failures);
-      // the node's GPUs and PCIe link health, once per executor (reading sysfs is cheap)
+      // the node's GPUs and PCIe link health, logged once per executor (reading sysfs is
+      // cheap); the links are re-read at every metrics poll, so a link that degrades or starts
+      // logging AER errors during the job shows in the metrics, not only at start-up
       try {
-        io.treeline.topology.TopologyReport topo = io.treeline.topology.TopologyReport.collect(
-            java.nio.file.Path.of("/sys"), null, null, null);
-        m.register("pcie.linkWarnings", (Gauge<Integer>) () -> topo.warnings().size());
-        for (io.treeline.topology.LinkHealth.Warning w : topo.warnings()) {
+        Path sys = Path.of("/sys");
+        // GPUs named as the driver sees them in this executor (under isolation: only its own)
+        GpuDevices.Listing listing = GpuDevices.list();
+        List<TopologyReport.Gpu> gpus = new ArrayList<>();
+        for (GpuDevices.Gpu g : listing.gpus()) {
+          gpus.add(new TopologyReport.Gpu(g.ordinal(), g.uuid(), g.pciBusId(), g.name(), -1));
+        }
+        TopologyReport topo = TopologyReport.collect(TopologyReport.Sources.live(sys)
+            .driver(gpus, listing.unavailable()));
+        LinkMonitor links = new LinkMonitor(sys);
+        m.register("pcie.linkWarnings", (Gauge<Integer>) () -> links.warnings().size());
+        for (String bdf : links.devices()) {
+          PciDevice d = links.now(bdf);
+          String key = d.role().toLowerCase(Locale.ROOT) + "." + bdf.replaceAll("[:.]", "_");
+          m.register(MetricRegistry.name("pcie", key, "linkPercent"),
+              (Gauge<Double>) () -> LinkMonitor.linkPercent(links.now(bdf)));
+          m.register(MetricRegistry.name("pcie", key, "aerCorrectable"),
+              (Gauge<Long>) () -> links.now(bdf).aerCorrectable());
+          m.register(MetricRegistry.name("pcie", key, "aerUncorrectable"),
+              (Gauge<Long>) () -> {
+                PciDevice n = links.now(bdf);
+                return n.aerNonFatal() < 0 ? -1 : n.aerNonFatal() + Math.max(0, n.aerFatal());
+              });
+        }
+        for (LinkHealth.Warning w : topo.warnings()) {
           LOG.log(System.Logger.Level.WARNING, "Treeline: " + w);
         }
         LOG.log(System.Logger.Level.INFO, "Treeline topology of executor " + ctx.executorID()
             + ":\n" + topo.text());
-      } catch (java.io.IOException e) {
+      } catch (IOException | RuntimeException e) {
+        // a node whose topology cannot be read still runs collectives: say so, go on
         LOG.log(System.Logger.Level.WARNING, "Treeline: cannot read the topology: " + e);
       }
       ResourceInformation gpu = ctx.resources().get("gpu");

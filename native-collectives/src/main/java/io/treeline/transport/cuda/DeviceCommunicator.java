@@ -218,7 +218,7 @@ public final class DeviceCommunicator implements AutoCloseable {
       r.kernels = new DeviceReducer(options.ordinal());
       CUuuid uuid = new CUuuid();
       cuDeviceGetUuid(uuid, r.kernels.device());
-      String gpu = uuidString(uuid.bytes);
+      String gpu = io.treeline.kernels.GpuDevices.formatUuid(uuid.bytes);
       r.stream = new CUstream();
       cuStreamCreate(r.stream, CUstream_flags.CU_STREAM_DEFAULT);
       r.input = alloc(options.bufferBytes());
@@ -358,12 +358,6 @@ public final class DeviceCommunicator implements AutoCloseable {
     }
     r.mappings.add(p);
     return DevicePointers.address(p);
-  }
-
-  static String uuidString(byte[] b) {
-    String h = HexFormat.of().formatHex(b);
-    return "GPU-" + h.substring(0, 8) + "-" + h.substring(8, 12) + "-" + h.substring(12, 16)
-        + "-" + h.substring(16, 20) + "-" + h.substring(20);
   }
 
   private static String jobTag(byte[] secret) {
