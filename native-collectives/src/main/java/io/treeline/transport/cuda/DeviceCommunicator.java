@@ -419,7 +419,7 @@ public final class DeviceCommunicator implements AutoCloseable {
   /** The algorithm the cost model picks for {@code bytes} (one-shot or two-shot). */
   public Algorithm select(long bytes) {
     return config.algorithm() != null ? config.algorithm()
-        : selector.select(topology, bytes);
+        : DeviceOptions.choose(selector, topology, bytes);
   }
 
   // ---- collectives ---------------------------------------------------------------------------

@@ -42,7 +42,8 @@ public record DeviceOptions(int ordinal, long bufferBytes, Sync sync, AlgorithmS
    *       (about 3600 GB/s read + write) is shared by the k ranks; one-shot wins up to 64-128 MiB
    *       with 4-8 ranks, because it has one round fewer;
    *   <li>threads of one process sharing one GPU: one context, kernels of the ranks' streams
-   *       overlap, a round is an event handshake between threads;
+   *       overlap, a round is an event handshake between threads (18-110 us for 2-8 threads);
+   *       one-shot wins up to 8-16 MiB with 4-8 ranks;
    *   <li>one GPU per rank: a round is a barrier kernel (about 8 us with its launch, as vLLM's
    *       custom allreduce measures), peer reads over NVLink at about 400 GB/s per GPU; not
    *       measured here (one GPU lent), so issue 8's multi-GPU run calibrates it.
@@ -55,7 +56,10 @@ public record DeviceOptions(int ordinal, long bufferBytes, Sync sync, AlgorithmS
       return new AlgorithmSelector(new AlgorithmSelector.LinkCost(8, 400), INTER);
     }
     if (oneProcess) {
-      return new AlgorithmSelector(new AlgorithmSelector.LinkCost(20, 3600.0 / k), INTER);
+      // rounds measured at 18, 33 and 110 us for 2, 4 and 8 threads (their CPUs hand events
+      // over), and the HBM read by all k ranks at once
+      return new AlgorithmSelector(new AlgorithmSelector.LinkCost(5 + 1.6 * k * k, 3800.0 / k),
+          INTER);
     }
     return new AlgorithmSelector(new AlgorithmSelector.LinkCost(140.0 * k, 3600.0 / k), INTER);
   }
@@ -65,6 +69,17 @@ public record DeviceOptions(int ordinal, long bufferBytes, Sync sync, AlgorithmS
       throw new IllegalArgumentException("bufferBytes must be a positive multiple of 256, got "
           + bufferBytes);
     }
+  }
+
+  /**
+   * One-shot or two-shot for {@code bytes} on one node, whichever {@code selector} models as
+   * faster (the device path runs no message plans, so the selector's other candidates are out).
+   */
+  public static io.treeline.plan.Algorithm choose(AlgorithmSelector selector,
+      io.treeline.plan.Topology topo, long bytes) {
+    double one = selector.estimateMicros(io.treeline.plan.Algorithm.ONESHOT, topo, bytes);
+    double two = selector.estimateMicros(io.treeline.plan.Algorithm.TWOSHOT, topo, bytes);
+    return one <= two ? io.treeline.plan.Algorithm.ONESHOT : io.treeline.plan.Algorithm.TWOSHOT;
   }
 
   public DeviceOptions withOrdinal(int o) {
