@@ -63,7 +63,14 @@ public final class DeviceBench {
         args.add("--" + e.getKey());
         args.add(e.getValue());
       }
-      List<ProcessLauncher.Result> res = ProcessLauncher.run(new int[] {n},
+      int nodes = Integer.parseInt(a.getOrDefault("nodes", "1"));
+      if (n % nodes != 0) {
+        throw new IllegalArgumentException(n + " ranks do not split evenly over " + nodes
+            + " nodes");
+      }
+      int[] perNode = new int[nodes];
+      java.util.Arrays.fill(perNode, n / nodes);
+      List<ProcessLauncher.Result> res = ProcessLauncher.run(perNode,
           List.of("-Xmx512m", "-XX:+UseSerialGC"), args, Map.of("TREELINE_GPUS",
               Integer.toString(gpus)), Duration.ofSeconds(Long.parseLong(a.getOrDefault(
                   "timeout", "580"))), System.out, 0);
@@ -164,14 +171,15 @@ public final class DeviceBench {
       try (DeviceCommunicator c = DeviceCommunicator.create(boot, CommConfig.DEFAULT
           .withTimeout(Duration.ofSeconds(120)), opts)) {
         int k = c.size();
+        String mode = c.nodeCount() > 1 ? what + "-" + c.nodeCount() + "nodes" : what;
         boolean lead = c.rank() == 0;
         cuMemsetD32(DevicePointers.at(c.input()), Float.floatToIntBits(c.rank() + 1f),
             buffer / 4);
         float expect = k * (k + 1) / 2f;
         if (lead) {
-          System.out.printf("# Treeline GPU allreduce, %d ranks (%s) on %s, sync %s, f32 "
-              + "sum, %d iterations, %d warm-up%n", k, what, gpus <= 1 ? "one GPU"
-              : gpus + " GPUs", c.sync(), iters, warmup);
+          System.out.printf("# Treeline GPU allreduce, %d ranks (%s) on %d node(s), %s, sync "
+              + "%s, f32 sum, %d iterations, %d warm-up%n", k, what, c.nodeCount(),
+              gpus <= 1 ? "one GPU" : gpus + " GPUs", c.sync(), iters, warmup);
           System.out.printf("%12s %12s %8s %10s %9s %9s %7s%n", "size(B)", "count", "algo",
               "time(us)", "algbw", "busbw", "#wrong");
           if (!Files.exists(csv)) {
@@ -208,13 +216,13 @@ public final class DeviceBench {
             if (lead) {
               System.out.printf("%12d %12d %8s %10.1f %9.2f %9.2f %7d%n", count * 4, count,
                   name.equals("auto") ? "auto:" + chosen : name, us, algbw, busbw, wrong);
-              Files.writeString(csv, k + "," + what + "," + gpus + "," + c.sync() + "," + count * 4 + ","
+              Files.writeString(csv, k + "," + mode + "," + gpus + "," + c.sync() + "," + count * 4 + ","
                   + name + "," + chosen + "," + us + "," + algbw + "," + busbw + "," + wrong
                   + "\n", StandardOpenOption.APPEND);
             }
           }
         }
-        if (lead) {
+        if (lead && c.nodeCount() == 1) {
           System.out.println("# cost model: one-shot below " + (crossover < 0 ? "every size"
               : crossover + " bytes") + ", two-shot from there (" + k + " ranks)");
         }

@@ -95,8 +95,11 @@ public final class DeviceCommunicator implements AutoCloseable {
   private final DeviceReducer kernels;
   private final CUstream stream;
   private final Topology topology;
+  /** This node's ranks alone: the topology of the plans that run on device memory. */
+  private final Topology localTopology;
   private final int rank;
   private final int planRank;
+  private final int localRank;
   private final String gpu;
   private final DeviceOptions.Sync sync;
   private final io.treeline.plan.AlgorithmSelector selector;
@@ -126,10 +129,14 @@ public final class DeviceCommunicator implements AutoCloseable {
     CUevent[][] eventsOf;
     long[] flagsOf;
     long[] pids;
+    HostStage stage;
 
     void release() {
       if (kernels != null) {
         cuCtxSetCurrent(kernels.context());
+      }
+      if (stage != null) {
+        quietly(stage::close);
       }
       quietly(() -> {
         if (stream != null) {
@@ -197,11 +204,13 @@ public final class DeviceCommunicator implements AutoCloseable {
     this.topology = topology;
     this.rank = rank;
     this.planRank = planRank;
+    this.localTopology = Topology.of(topology.localSize(topology.node(planRank)));
+    this.localRank = topology.localRank(planRank);
     this.gpu = gpu;
     this.sync = sync;
     this.selector = selector;
     DeviceSync s = sync == DeviceOptions.Sync.FLAGS ? new FlagSync() : new EventSync();
-    this.runner = new DevicePlanRunner(kernels, stream, s, planRank, input, output);
+    this.runner = new DevicePlanRunner(kernels, stream, s, localRank, input, output);
   }
 
   /**
@@ -254,74 +263,90 @@ public final class DeviceCommunicator implements AutoCloseable {
       }
       RankLayout layout = RankLayout.of(nodes);
       Topology topo = layout.topology();
-      if (topo.nodes() != 1) {
-        throw new UnsupportedOperationException("the GPU path runs inside one node; these "
-            + n + " ranks are on " + topo.nodes() + " nodes (staging across nodes through "
-            + "pinned host memory is not built yet: use the host Communicator there)");
-      }
-      if (n > DeviceReducer.MAX_INPUTS) {
-        throw new UnsupportedOperationException("the GPU path reduces at most "
-            + DeviceReducer.MAX_INPUTS + " ranks of a node in one kernel; this node has " + n);
-      }
       int mine = layout.planOf()[rank];
-      long[] input = new long[n];
-      long[] output = new long[n];
-      r.flagsOf = new long[n];
-      r.pids = new long[n];
-      r.segments = new SharedSegment[n];
-      r.eventsOf = new CUevent[n][];
+      int node = topo.node(mine);
+      int local = topo.localSize(node);
+      int myLocal = topo.localRank(mine);
+      if (!topo.isUniform()) {
+        throw new UnsupportedOperationException("the GPU path needs the same number of ranks "
+            + "on every node (the ranks with the same local index form the groups across "
+            + "nodes); these nodes have " + topo);
+      }
+      if (local > DeviceReducer.MAX_INPUTS) {
+        throw new UnsupportedOperationException("the GPU path reduces at most "
+            + DeviceReducer.MAX_INPUTS + " ranks of a node in one kernel; node " + node
+            + " has " + local);
+      }
+      // everything below is indexed by local rank: the node's ranks map each other's memory
+      long[] input = new long[local];
+      long[] output = new long[local];
+      r.flagsOf = new long[local];
+      r.pids = new long[local];
+      r.segments = new SharedSegment[local];
+      r.eventsOf = new CUevent[local][];
       boolean distinct = true;
       boolean oneProcess = true;
       java.util.Set<String> gpus = new java.util.HashSet<>();
-      for (int p = 0; p < n; p++) {
-        DevicePeerInfo info = infos[layout.bootOf()[p]];
-        r.pids[p] = info.pid();
+      for (int l = 0; l < local; l++) {
+        DevicePeerInfo info = infos[layout.bootOf()[topo.rank(node, l)]];
+        r.pids[l] = info.pid();
         distinct &= gpus.add(info.gpu());
         oneProcess &= info.pid() == pid;
-        if (p == mine) {
-          input[p] = info.input();
-          output[p] = info.output();
-          r.flagsOf[p] = info.flags();
-          r.segments[p] = r.own;
-          r.eventsOf[p] = r.events;
+        if (l == myLocal) {
+          input[l] = info.input();
+          output[l] = info.output();
+          r.flagsOf[l] = info.flags();
+          r.segments[l] = r.own;
+          r.eventsOf[l] = r.events;
         } else if (info.pid() == pid) {
           if (!info.gpu().equals(gpu)) {
             throw new UnsupportedOperationException("ranks " + rank + " and " + info.rank()
                 + " are in one process on different GPUs; run one process per GPU");
           }
-          input[p] = info.input();
-          output[p] = info.output();
-          r.flagsOf[p] = info.flags();
-          r.segments[p] = SharedSegment.open(Path.of(info.segment()), info.rank());
-          r.eventsOf[p] = LOCAL_EVENTS.get(info.segment());
-          if (r.eventsOf[p] == null) {
+          input[l] = info.input();
+          output[l] = info.output();
+          r.flagsOf[l] = info.flags();
+          r.segments[l] = SharedSegment.open(Path.of(info.segment()), info.rank());
+          r.eventsOf[l] = LOCAL_EVENTS.get(info.segment());
+          if (r.eventsOf[l] == null) {
             throw new IllegalStateException("rank " + info.rank() + " is in this process but "
                 + "its events are not registered");
           }
         } else {
-          input[p] = open(r, info.inputHandle(), rank, info.rank(), "INPUT");
-          output[p] = open(r, info.outputHandle(), rank, info.rank(), "OUTPUT");
-          r.flagsOf[p] = open(r, info.flagsHandle(), rank, info.rank(), "flags");
-          r.segments[p] = SharedSegment.open(Path.of(info.segment()), info.rank());
-          r.eventsOf[p] = new CUevent[EVENTS];
+          input[l] = open(r, info.inputHandle(), rank, info.rank(), "INPUT");
+          output[l] = open(r, info.outputHandle(), rank, info.rank(), "OUTPUT");
+          r.flagsOf[l] = open(r, info.flagsHandle(), rank, info.rank(), "flags");
+          r.segments[l] = SharedSegment.open(Path.of(info.segment()), info.rank());
+          r.eventsOf[l] = new CUevent[EVENTS];
           for (int i = 0; i < EVENTS; i++) {
             CUevent e = new CUevent();
             cuIpcOpenEventHandle(e, IpcHandles.eventHandle(info.events()[i]));
             r.peerEvents.add(e);
-            r.eventsOf[p][i] = e;
+            r.eventsOf[l][i] = e;
           }
         }
       }
       DeviceOptions.Sync sync = options.sync() == DeviceOptions.Sync.AUTO
-          ? (distinct && n > 1 ? DeviceOptions.Sync.FLAGS : DeviceOptions.Sync.EVENTS)
+          ? (distinct && local > 1 ? DeviceOptions.Sync.FLAGS : DeviceOptions.Sync.EVENTS)
           : options.sync();
       bootstrap.barrier(config.timeout()); // every peer has mapped our segment
       r.own.unlink();
-      LOG.log(System.Logger.Level.INFO, "rank " + rank + ": GPU path on " + gpu + ", " + n
-          + " local ranks" + (distinct ? " on distinct GPUs" : " sharing GPUs") + ", sync "
-          + sync + ", " + options.bufferBytes() + " bytes per registered buffer");
+      if (topo.nodes() > 1) {
+        // the ranks with our local index on every node, in node order: our group across nodes
+        int[] members = new int[topo.nodes()];
+        for (int k = 0; k < members.length; k++) {
+          members[k] = layout.bootOf()[topo.rank(k, myLocal)];
+        }
+        r.stage = new HostStage(io.treeline.comm.Communicator.create(
+            new io.treeline.bootstrap.SubsetBootstrap(bootstrap, members), config),
+            options.bufferBytes() / local + 4096, options.stagingChunkBytes());
+      }
+      LOG.log(System.Logger.Level.INFO, "rank " + rank + ": GPU path on " + gpu + ", node "
+          + node + " of " + topo.nodes() + ", " + local + " local ranks" + (distinct
+          ? " on distinct GPUs" : " sharing GPUs") + ", sync " + sync + ", "
+          + options.bufferBytes() + " bytes per registered buffer");
       io.treeline.plan.AlgorithmSelector selector = options.selector() != null
-          ? options.selector() : DeviceOptions.defaultSelector(!distinct, oneProcess, n);
+          ? options.selector() : DeviceOptions.defaultSelector(!distinct, oneProcess, local);
       return new DeviceCommunicator(config, options, r, topo, rank, mine, gpu, sync, selector,
           input, output);
     } catch (IOException | RuntimeException | LinkageError e) {
@@ -379,6 +404,15 @@ public final class DeviceCommunicator implements AutoCloseable {
     return topology.size();
   }
 
+  public int nodeCount() {
+    return topology.nodes();
+  }
+
+  /** This rank's index among its node's ranks (the slice its reduce-scatter owns). */
+  public int localRank() {
+    return localRank;
+  }
+
   /** This rank's place among the node's ranks: its slice of a two-shot reduce-scatter. */
   public int topologyRank() {
     return planRank;
@@ -416,10 +450,14 @@ public final class DeviceCommunicator implements AutoCloseable {
     return options.bufferBytes();
   }
 
-  /** The algorithm the cost model picks for {@code bytes} (one-shot or two-shot). */
+  /**
+   * The algorithm the cost model picks for {@code bytes}: one-shot or two-shot inside a node,
+   * hierarchical (two-shot phases inside, host trees across) over several nodes.
+   */
   public Algorithm select(long bytes) {
     return config.algorithm() != null ? config.algorithm()
-        : DeviceOptions.choose(selector, topology, bytes);
+        : topology.nodes() > 1 ? Algorithm.HIERARCHICAL
+        : DeviceOptions.choose(selector, localTopology, bytes);
   }
 
   // ---- collectives ---------------------------------------------------------------------------
@@ -436,8 +474,63 @@ public final class DeviceCommunicator implements AutoCloseable {
           + options.bufferBytes() + "; use allReduce(src, dst, ...) (it runs in windows) or "
           + "raise the buffer size");
     }
-    run(program(count, type, op, algorithm));
+    one(count, type, op, algorithm);
   }
+
+  /** One allreduce of the registered buffers: inside the node, or across nodes through hosts. */
+  private void one(long count, DataType type, ReduceOp op, Algorithm algorithm) {
+    if (topology.nodes() == 1) {
+      run(program(count, type, op, algorithm == Algorithm.HIERARCHICAL ? null : algorithm));
+      return;
+    }
+    if (algorithm != null && algorithm != Algorithm.HIERARCHICAL) {
+      throw new IllegalArgumentException(algorithm.id() + " runs inside one node; these ranks "
+          + "span " + topology.nodes() + " nodes (the GPU path runs hierarchical there)");
+    }
+    across(count, type, op);
+  }
+
+  /**
+   * Across nodes: a two-shot reduce-scatter inside the node leaves this rank's slice reduced
+   * over the node in its OUTPUT; the slice crosses the nodes through pinned host memory and the
+   * host communicator of the ranks with the same local index ({@link HostStage}: device-to-host
+   * copies, TCP trees and host-to-device copies overlap chunk by chunk); an AVG divides once,
+   * by all ranks; an all-gather inside the node finishes every rank's OUTPUT.
+   */
+  private void across(long count, DataType type, ReduceOp op) {
+    ReduceOp nodeOp = op == ReduceOp.AVG ? ReduceOp.SUM : op;
+    String key = "rs:" + count + ':' + type + ':' + nodeOp;
+    DevicePlanRunner.Program rs = programs.get(key);
+    if (rs == null) {
+      rs = runner.compile(io.treeline.plan.TwoShot.reduceScatter(localTopology, type, count,
+          config.plan()), nodeOp);
+      programs.put(key, rs);
+      programs.put("ag:" + count + ':' + type, runner.compile(io.treeline.plan.TwoShot
+          .allGatherInPlace(localTopology, type, count, config.plan()), ReduceOp.SUM));
+    }
+    DevicePlanRunner.Program ag = programs.get("ag:" + count + ':' + type);
+    run(rs);
+    int es = type.size();
+    int align = config.plan().alignElements(es);
+    long lo = io.treeline.plan.Slices.lo(count, localTopology.size(), localRank, align);
+    long len = io.treeline.plan.Slices.size(count, localTopology.size(), localRank, align);
+    long slice = output() + lo * es;
+    try {
+      res.stage.allReduce(slice, len, type, nodeOp, stream, System.nanoTime()
+          + config.timeout().toNanos(), planRank);
+    } catch (RuntimeException | Error e) {
+      fail(e);
+      throw e;
+    }
+    if (op == ReduceOp.AVG && len > 0) {
+      finishSrc[0] = slice;
+      kernels.reduce(DeviceReducer.kernel(type.name(), "sum"), slice, finishSrc, 1, len, true,
+          topology.size(), stream);
+    }
+    run(ag);
+  }
+
+  private final long[] finishSrc = new long[1];
 
   /**
    * Enqueue {@code dst = allreduce(src)} for device buffers anywhere on this rank's GPU (they may
@@ -453,7 +546,7 @@ public final class DeviceCommunicator implements AutoCloseable {
       long c = Math.min(window, count - done);
       long bytes = c * es;
       copy(src + done * es, input(), bytes);
-      run(program(c, type, op, algorithm));
+      one(c, type, op, algorithm);
       copy(output(), dst + done * es, bytes);
       done += c;
     } while (done < count);
@@ -476,6 +569,12 @@ public final class DeviceCommunicator implements AutoCloseable {
   private DevicePlanRunner.Program program(long count, DataType type, ReduceOp op,
       Algorithm algorithm) {
     Algorithm a = algorithm != null ? algorithm : select(count * type.size());
+    if (a == Algorithm.HIERARCHICAL && topology.nodes() == 1) {
+      a = DeviceOptions.choose(selector, localTopology, count * type.size());
+    }
+    if (topology.nodes() > 1 || a == Algorithm.HIERARCHICAL) {
+      throw new IllegalStateException("hierarchical runs as three programs"); // see across()
+    }
     DevicePlanRunner.Program p = last;
     if (p != null && p.plan.count() == count && p.plan.type() == type && p.op == op
         && p.plan.algorithm().equals(a.id())) {
@@ -487,7 +586,7 @@ public final class DeviceCommunicator implements AutoCloseable {
       if (programs.size() > 256) {
         programs.clear();
       }
-      Plan plan = a.allReduce(topology, type, count, config.plan());
+      Plan plan = a.allReduce(localTopology, type, count, config.plan());
       p = runner.compile(plan, op);
       programs.put(key, p);
     }
@@ -531,7 +630,7 @@ public final class DeviceCommunicator implements AutoCloseable {
       }
       idle.reset();
       if (sync == DeviceOptions.Sync.FLAGS) {
-        cuMemcpyDtoH(Pointer.to(statusWords), DevicePointers.at(res.flagsOf[planRank]
+        cuMemcpyDtoH(Pointer.to(statusWords), DevicePointers.at(res.flagsOf[localRank]
             + 8L * FLAG_SLOTS), 16);
         if (statusWords[0] != 0) {
           int peer = (int) statusWords[0] - 1;
@@ -599,7 +698,7 @@ public final class DeviceCommunicator implements AutoCloseable {
 
   /** Ranks sharing a GPU: IPC events, recorded after each phase, waited on by the peers' streams. */
   private final class EventSync implements DeviceSync {
-    private final PeerFlags flags = new PeerFlags(planRank, res.segments, res.pids,
+    private final PeerFlags flags = new PeerFlags(localRank, res.segments, res.pids,
         config.timeout(), () -> closed);
 
     @Override
@@ -632,7 +731,7 @@ public final class DeviceCommunicator implements AutoCloseable {
     @Override
     public void barrier(int[] group, int self, int phase, long value, int parity, long deadline,
         String what) {
-      int n = topology.size();
+      int n = localTopology.size();
       if (group.length != n) {
         throw new IllegalArgumentException("flag barriers span the whole node; " + what
             + " names " + group.length + " of " + n + " ranks");
@@ -640,8 +739,8 @@ public final class DeviceCommunicator implements AutoCloseable {
       for (int p = 0; p < n; p++) {
         flagPtrs[p] = res.flagsOf[p];
       }
-      kernels.barrier(flagPtrs, n, planRank, value, config.timeout().toNanos(),
-          res.flagsOf[planRank] + 8L * FLAG_SLOTS, stream);
+      kernels.barrier(flagPtrs, n, localRank, value, config.timeout().toNanos(),
+          res.flagsOf[localRank] + 8L * FLAG_SLOTS, stream);
     }
 
     @Override

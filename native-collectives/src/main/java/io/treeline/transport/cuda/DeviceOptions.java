@@ -12,8 +12,11 @@ import io.treeline.plan.AlgorithmSelector;
  * @param sync how the ranks of a node order their kernels ({@link Sync})
  * @param selector the cost model that picks one-shot or two-shot when no algorithm is forced;
  *     null: {@link #defaultSelector} for how the ranks share GPUs
+ * @param stagingChunkBytes across nodes, the unit in which a slice crosses through pinned host
+ *     memory: the copies of one chunk overlap the network transfer of the one before
  */
-public record DeviceOptions(int ordinal, long bufferBytes, Sync sync, AlgorithmSelector selector) {
+public record DeviceOptions(int ordinal, long bufferBytes, Sync sync, AlgorithmSelector selector,
+    long stagingChunkBytes) {
   /**
    * {@code FLAGS}: a barrier kernel on flags in peer memory (release/acquire at system scope),
    * the GPU never waits for a CPU; for ranks on distinct GPUs. {@code EVENTS}: CUDA IPC events
@@ -30,7 +33,8 @@ public record DeviceOptions(int ordinal, long bufferBytes, Sync sync, AlgorithmS
   private static final AlgorithmSelector.LinkCost INTER = new AlgorithmSelector.LinkCost(40, 12.5);
 
   /** {@code selector} null: {@link #defaultSelector} for the ranks' setup. */
-  public static final DeviceOptions DEFAULT = new DeviceOptions(0, 256L << 20, Sync.AUTO, null);
+  public static final DeviceOptions DEFAULT = new DeviceOptions(0, 256L << 20, Sync.AUTO, null,
+      4L << 20);
 
   /**
    * The cost model's constants for how the node's ranks share GPUs, fitted to
@@ -69,6 +73,10 @@ public record DeviceOptions(int ordinal, long bufferBytes, Sync sync, AlgorithmS
       throw new IllegalArgumentException("bufferBytes must be a positive multiple of 256, got "
           + bufferBytes);
     }
+    if (stagingChunkBytes < 4096) {
+      throw new IllegalArgumentException("stagingChunkBytes must be at least 4096, got "
+          + stagingChunkBytes);
+    }
   }
 
   /**
@@ -83,14 +91,18 @@ public record DeviceOptions(int ordinal, long bufferBytes, Sync sync, AlgorithmS
   }
 
   public DeviceOptions withOrdinal(int o) {
-    return new DeviceOptions(o, bufferBytes, sync, selector);
+    return new DeviceOptions(o, bufferBytes, sync, selector, stagingChunkBytes);
   }
 
   public DeviceOptions withBufferBytes(long b) {
-    return new DeviceOptions(ordinal, b, sync, selector);
+    return new DeviceOptions(ordinal, b, sync, selector, stagingChunkBytes);
+  }
+
+  public DeviceOptions withStagingChunkBytes(long b) {
+    return new DeviceOptions(ordinal, bufferBytes, sync, selector, b);
   }
 
   public DeviceOptions withSync(Sync s) {
-    return new DeviceOptions(ordinal, bufferBytes, s, selector);
+    return new DeviceOptions(ordinal, bufferBytes, s, selector, stagingChunkBytes);
   }
 }

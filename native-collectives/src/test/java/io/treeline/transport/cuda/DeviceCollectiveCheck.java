@@ -111,7 +111,8 @@ public final class DeviceCollectiveCheck {
     long[] sizes = {0, 1, 2, 13, 1021, 65_537, 131_071};
     try (DeviceCommunicator c = DeviceCommunicator.create(boot, CommConfig.DEFAULT, opts)) {
       System.out.println("rank " + c.rank() + " on " + c.gpu() + ", sync " + c.sync());
-      Algorithm[] algos = {Algorithm.ONESHOT, Algorithm.TWOSHOT, null};
+      Algorithm[] algos = c.nodeCount() > 1 ? new Algorithm[] {null}
+          : new Algorithm[] {Algorithm.ONESHOT, Algorithm.TWOSHOT, null};
       for (Algorithm a : algos) {
         for (DataType t : DataType.values()) {
           for (ReduceOp op : ReduceOp.values()) {
@@ -222,6 +223,9 @@ public final class DeviceCollectiveCheck {
    */
   private static void allReduce(DeviceCommunicator c, DataType t, ReduceOp op, long n,
       Algorithm a, long seed, int misalign, boolean verify) {
+    if (c.nodeCount() > 1) {
+      a = null; // across nodes the GPU path runs hierarchical
+    }
     int es = t.size();
     ByteBuffer host = Elements.direct(n, t);
     for (int i = 0; i < n; i++) {
@@ -265,7 +269,8 @@ public final class DeviceCollectiveCheck {
     }
     int size = c.size();
     double[][] col = new double[size][1];
-    String what = "allreduce " + t + " " + op + " n=" + n + " " + (a == null ? "auto" : a.id());
+    String what = "allreduce " + t + " " + op + " n=" + n + " " + (a == null
+        ? "auto (" + c.select(n * es).id() + ")" : a.id());
     for (int i = 0; i < n; i++) {
       for (int r = 0; r < size; r++) {
         col[r][0] = CollectiveCheck.value(seed, r, i, t, op);

@@ -32,8 +32,12 @@ class DeviceCollectivesTest {
   }
 
   private static List<ProcessLauncher.Result> ranks(int k, String mode, long seconds) {
+    return ranks(new int[] {k}, mode, seconds);
+  }
+
+  private static List<ProcessLauncher.Result> ranks(int[] perNode, String mode, long seconds) {
     long t0 = System.nanoTime();
-    List<ProcessLauncher.Result> res = ProcessLauncher.run(new int[] {k}, JVM,
+    List<ProcessLauncher.Result> res = ProcessLauncher.run(perNode, JVM,
         List.of(DeviceCollectiveCheck.class.getName(), mode), Map.of(),
         Duration.ofSeconds(seconds), null, -1);
     StringBuilder all = new StringBuilder();
@@ -44,7 +48,8 @@ class DeviceCollectivesTest {
     for (ProcessLauncher.Result r : res) {
       assertEquals(0, r.exitCode(), all.toString());
     }
-    System.out.printf("gpu %s, %d processes: %.1f s; rank 0: %s%n", mode, k,
+    System.out.printf("gpu %s, %s processes: %.1f s; rank 0: %s%n", mode,
+        java.util.Arrays.toString(perNode),
         (System.nanoTime() - t0) / 1e9, res.get(0).output().lines()
             .filter(l -> l.startsWith("CHECK") || l.startsWith("LEAKS")
                 || l.startsWith("MISMATCH") || l.startsWith("rank 0"))
@@ -53,7 +58,11 @@ class DeviceCollectivesTest {
   }
 
   private static void ok(int k, String mode, long seconds) {
-    for (ProcessLauncher.Result r : ranks(k, mode, seconds)) {
+    ok(new int[] {k}, mode, seconds);
+  }
+
+  private static void ok(int[] perNode, String mode, long seconds) {
+    for (ProcessLauncher.Result r : ranks(perNode, mode, seconds)) {
       assertTrue(r.output().contains("CHECK OK"), r.output());
     }
   }
@@ -95,6 +104,18 @@ class DeviceCollectivesTest {
   @Test
   void flagBarriersAreCorrectEvenWhenTheRanksShareOneGpu() {
     ok(2, "flags", 300);
+  }
+
+  @Test
+  void acrossTwoSimulatedNodesSlicesCrossThroughPinnedHostMemory() {
+    // 2 x 2 processes on the one GPU; TREELINE_NODE_ID puts them on two nodes, so IPC inside
+    // each pair and the host stage (TCP) between them
+    ok(new int[] {2, 2}, "matrix", 600);
+  }
+
+  @Test
+  void acrossThreeSimulatedNodesWithSixtyFourMebibytesAndWindows() {
+    ok(new int[] {2, 2, 2}, "big", 600);
   }
 
   @Test
