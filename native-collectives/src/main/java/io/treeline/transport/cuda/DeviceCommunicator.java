@@ -102,7 +102,7 @@ public final class DeviceCommunicator implements AutoCloseable {
   private final int localRank;
   private final String gpu;
   private final DeviceOptions.Sync sync;
-  private final io.treeline.plan.AlgorithmSelector selector;
+  private final DeviceCostModel costModel;
   private final Resources res;
   private final DevicePlanRunner runner;
   private final Map<String, DevicePlanRunner.Program> programs = new HashMap<>();
@@ -195,7 +195,7 @@ public final class DeviceCommunicator implements AutoCloseable {
 
   private DeviceCommunicator(CommConfig config, DeviceOptions options, Resources res,
       Topology topology, int rank, int planRank, String gpu, DeviceOptions.Sync sync,
-      io.treeline.plan.AlgorithmSelector selector, long[] input, long[] output) {
+      DeviceCostModel costModel, long[] input, long[] output) {
     this.config = config;
     this.options = options;
     this.res = res;
@@ -208,7 +208,7 @@ public final class DeviceCommunicator implements AutoCloseable {
     this.localRank = topology.localRank(planRank);
     this.gpu = gpu;
     this.sync = sync;
-    this.selector = selector;
+    this.costModel = costModel;
     DeviceSync s = sync == DeviceOptions.Sync.FLAGS ? new FlagSync() : new EventSync();
     this.runner = new DevicePlanRunner(kernels, stream, s, localRank, input, output);
   }
@@ -345,9 +345,9 @@ public final class DeviceCommunicator implements AutoCloseable {
           + node + " of " + topo.nodes() + ", " + local + " local ranks" + (distinct
           ? " on distinct GPUs" : " sharing GPUs") + ", sync " + sync + ", "
           + options.bufferBytes() + " bytes per registered buffer");
-      io.treeline.plan.AlgorithmSelector selector = options.selector() != null
-          ? options.selector() : DeviceOptions.defaultSelector(!distinct, oneProcess, local);
-      return new DeviceCommunicator(config, options, r, topo, rank, mine, gpu, sync, selector,
+      DeviceCostModel model = options.costModel() != null ? options.costModel()
+          : DeviceOptions.defaultCostModel(!distinct, oneProcess, local);
+      return new DeviceCommunicator(config, options, r, topo, rank, mine, gpu, sync, model,
           input, output);
     } catch (IOException | RuntimeException | LinkageError e) {
       r.release();
@@ -457,7 +457,7 @@ public final class DeviceCommunicator implements AutoCloseable {
   public Algorithm select(long bytes) {
     return config.algorithm() != null ? config.algorithm()
         : topology.nodes() > 1 ? Algorithm.HIERARCHICAL
-        : DeviceOptions.choose(selector, localTopology, bytes);
+        : costModel.choose(localTopology.size(), bytes);
   }
 
   // ---- collectives ---------------------------------------------------------------------------
@@ -570,7 +570,7 @@ public final class DeviceCommunicator implements AutoCloseable {
       Algorithm algorithm) {
     Algorithm a = algorithm != null ? algorithm : select(count * type.size());
     if (a == Algorithm.HIERARCHICAL && topology.nodes() == 1) {
-      a = DeviceOptions.choose(selector, localTopology, count * type.size());
+      a = costModel.choose(localTopology.size(), count * type.size());
     }
     if (topology.nodes() > 1 || a == Algorithm.HIERARCHICAL) {
       throw new IllegalStateException("hierarchical runs as three programs"); // see across()
