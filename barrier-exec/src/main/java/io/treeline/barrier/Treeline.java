@@ -2,6 +2,7 @@ package io.treeline.barrier;
 
 import io.treeline.comm.Communicator;
 import io.treeline.conf.TreelineConf;
+import io.treeline.transport.cuda.DeviceCommunicator;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -29,6 +30,8 @@ import scala.Tuple2;
  */
 public final class Treeline {
   private static final ConcurrentHashMap<Long, Communicator> BY_TASK = new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<Long, DeviceCommunicator> DEVICE_BY_TASK =
+      new ConcurrentHashMap<>();
 
   private Treeline() {
   }
@@ -60,9 +63,72 @@ public final class Treeline {
     return created;
   }
 
+  /**
+   * The GPU path inside a barrier stage: a {@link DeviceCommunicator} on the GPU Spark gave
+   * this task ({@code spark.task.resource.gpu.amount=1}; its address is the CUDA ordinal this
+   * executor sees, usually 0 under YARN's isolation: ranks are told apart by GPU UUID, not by
+   * it). Inside a node the ranks map each other's registered buffers through CUDA IPC; across
+   * nodes slices cross through pinned host memory and TCP. Like {@link #communicator()}: the
+   * first call sets it up (every task must call it), the task's end closes it. Where there is
+   * no GPU, no CUDA driver or a jar built without nvcc, it fails at once saying which; use
+   * {@link #communicator()} (host memory) there.
+   */
+  public static DeviceCommunicator deviceCommunicator() {
+    TaskContext tc = TaskContext.get();
+    if (!(tc instanceof BarrierTaskContext ctx)) {
+      throw new IllegalStateException("Treeline.deviceCommunicator() must be called inside a "
+          + "barrier stage task: rdd.barrier().mapPartitions(...) (from Java: "
+          + "rdd.rdd().barrier(), or BarrierJobs.mapPartitions)");
+    }
+    long id = tc.taskAttemptId();
+    DeviceCommunicator c = DEVICE_BY_TASK.get(id);
+    if (c != null) {
+      return c;
+    }
+    TreelineConf conf = conf(SparkEnv.get().conf());
+    int ordinal = gpuOrdinal(tc);
+    BarrierBootstrap boot = BarrierBootstrap.create(ctx, conf);
+    DeviceCommunicator created;
+    try {
+      created = DeviceCommunicator.create(boot, conf.commConfig(), conf.deviceOptions(ordinal));
+    } catch (RuntimeException e) {
+      boot.close();
+      throw e;
+    }
+    DEVICE_BY_TASK.put(id, created);
+    ctx.addTaskCompletionListener((TaskCompletionListener) t -> releaseDevice(id, boot));
+    ctx.addTaskFailureListener((TaskFailureListener) (t, e) -> releaseDevice(id, boot));
+    return created;
+  }
+
+  /** The CUDA ordinal of the GPU Spark assigned to this task, or 0 when none was assigned. */
+  static int gpuOrdinal(TaskContext tc) {
+    scala.Option<org.apache.spark.resource.ResourceInformation> gpu =
+        tc.resources().get("gpu");
+    if (gpu.isEmpty() || gpu.get().addresses().length == 0) {
+      return 0;
+    }
+    String address = gpu.get().addresses()[0];
+    try {
+      return Integer.parseInt(address.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalStateException("the GPU address Spark assigned, '" + address + "', is not "
+          + "a CUDA ordinal; the GPU discovery script must print ordinals (as Spark's "
+          + "getGpusResources.sh does)", e);
+    }
+  }
+
+  private static void releaseDevice(long id, BarrierBootstrap boot) {
+    DeviceCommunicator c = DEVICE_BY_TASK.remove(id);
+    if (c != null) {
+      c.close();
+    }
+    boot.close();
+  }
+
   /** Communicators open in this JVM (tasks still running); for tests and metrics. */
   public static int openCommunicators() {
-    return BY_TASK.size();
+    return BY_TASK.size() + DEVICE_BY_TASK.size();
   }
 
   private static void release(long id, BarrierBootstrap boot) {

@@ -22,6 +22,7 @@ import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /** Barrier stages on local[4] with the plugin: four tasks, one JVM, shared memory. */
@@ -127,6 +128,26 @@ class LocalBarrierStageTest {
     assertTrue(m.contains("1022 x f32"), m);
     assertTrue(s < 20, "failed after " + s + " s, the timeout is 20 s");
     System.out.printf("mismatched calls failed in %.1f s%n", s);
+  }
+
+  @Test
+  void theGpuPathWithoutAGpuFailsAtOnceSayingWhyAndLeavesNothingBehind() {
+    Assumptions.assumeFalse(io.treeline.kernels.GpuDevices.list().available(),
+        "this machine has a GPU: the GPU tests run the GPU path");
+    long t0 = System.nanoTime();
+    Exception e = assertThrows(Exception.class, () -> BarrierJobs.mapPartitions(
+        fourPartitions(), (p, it) -> {
+          Treeline.deviceCommunicator();
+          return List.of(0).iterator();
+        }).collect());
+    double s = (System.nanoTime() - t0) / 1e9;
+    String m = String.valueOf(e.getMessage());
+    assertTrue(m.contains("cannot set up the GPU path"), m);
+    assertTrue(m.contains("libcuda") || m.contains("nvcc") || m.contains("CUDA"), m);
+    assertTrue(s < 20, "failed after " + s + " s, the timeout is 20 s");
+    assertEquals(0, Treeline.openCommunicators());
+    System.out.printf("GPU path without a GPU failed in %.1f s: %s%n", s,
+        m.lines().filter(l -> l.contains("GPU path")).findFirst().orElse(m));
   }
 
   @Test

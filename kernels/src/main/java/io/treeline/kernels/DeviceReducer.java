@@ -4,7 +4,6 @@ import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuDeviceGet;
 import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
 import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
-import static jcuda.driver.JCudaDriver.cuInit;
 import static jcuda.driver.JCudaDriver.cuLaunchKernel;
 import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
 import static jcuda.driver.JCudaDriver.cuModuleLoadData;
@@ -85,14 +84,17 @@ public final class DeviceReducer implements AutoCloseable {
 
   /**
    * Retains the primary context of CUDA device {@code ordinal}, makes it current on this thread
-   * and loads the kernels. Throws (UnsatisfiedLinkError, CudaException, IOException) where there
-   * is no driver, no such device or no fatbin; callers fall back to the host path.
+   * and loads the kernels. Throws where there is no driver (IllegalStateException saying why),
+   * no such device (CudaException) or no fatbin (IOException); callers fall back to the host
+   * path.
    */
   public DeviceReducer(int ordinal) throws IOException {
+    String noDriver = GpuDevices.initDriver(); // the reason, also after a first failed load
+    if (noDriver != null) {
+      throw new IllegalStateException(noDriver);
+    }
     byte[] image = fatbin();
     this.ordinal = ordinal;
-    JCudaDriver.setExceptionsEnabled(true);
-    cuInit(0);
     cuDeviceGet(device, ordinal);
     cuDevicePrimaryCtxRetain(context, device);
     try {

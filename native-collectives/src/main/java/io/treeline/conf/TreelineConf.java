@@ -71,6 +71,31 @@ public final class TreelineConf {
       .intConf().check(n -> n >= 1 && n <= 64, "must be 1..64")
       .createWithDefault(2);
 
+  public static final ConfEntry<Long> GPU_BUFFER_BYTES = conf("spark.treeline.gpu.bufferBytes")
+      .doc("GPU path: bytes of each of a rank's two registered device buffers (INPUT and "
+          + "OUTPUT), which the other ranks of its node map through CUDA IPC. Larger allreduces "
+          + "run in windows of this size.")
+      .bytesConf().check(b -> b >= 4096 && b % 256 == 0, "must be a multiple of 256, at least "
+          + "4 KiB")
+      .createWithDefault(256L << 20);
+
+  public static final ConfEntry<String> GPU_SYNC = conf("spark.treeline.gpu.sync")
+      .doc("GPU path: how the ranks of a node order their kernels. flags: a barrier kernel on "
+          + "flags in peer memory (release/acquire), for one GPU per rank; events: CUDA IPC "
+          + "events behind a shared-memory handshake, for ranks that share a GPU; auto: flags "
+          + "when every rank of the node has a GPU of its own.")
+      .stringConf().check(s -> s.equals("auto") || s.equals("flags") || s.equals("events"),
+          "must be auto, flags or events")
+      .createWithDefault("auto");
+
+  public static final ConfEntry<Long> GPU_STAGING_CHUNK_BYTES =
+      conf("spark.treeline.gpu.stagingChunkBytes")
+      .doc("GPU path across nodes: the unit in which a rank's slice crosses through pinned host "
+          + "memory; the device-to-host copy of one chunk overlaps the network transfer of the "
+          + "one before and the host-to-device copy of the one before that.")
+      .bytesConf().check(b -> b >= 4096, "must be at least 4 KiB")
+      .createWithDefault(4L << 20);
+
   public static final ConfEntry<Integer> TEST_RANKS_PER_NODE =
       conf("spark.treeline.test.ranksPerNode")
       .doc("Test only: when positive, barrier task p is placed on simulated node p / n instead "
@@ -106,6 +131,16 @@ public final class TreelineConf {
     return new CommConfig(get(TIMEOUT), PlanConfig.DEFAULT.withChunkBytes(get(CHUNK_BYTES)),
         get(SEGMENT_BYTES), get(SLOTS_PER_LANE), a.equals("auto") ? null : Algorithm.parse(a),
         io.treeline.plan.AlgorithmSelector.DEFAULT);
+  }
+
+  /** The GPU path's settings these keys describe, for CUDA device {@code ordinal}. */
+  public io.treeline.transport.cuda.DeviceOptions deviceOptions(int ordinal) {
+    String sync = get(GPU_SYNC);
+    return io.treeline.transport.cuda.DeviceOptions.DEFAULT.withOrdinal(ordinal)
+        .withBufferBytes(get(GPU_BUFFER_BYTES))
+        .withSync(io.treeline.transport.cuda.DeviceOptions.Sync.valueOf(sync.toUpperCase(
+            Locale.ROOT)))
+        .withStagingChunkBytes(get(GPU_STAGING_CHUNK_BYTES));
   }
 
   public static List<ConfEntry<?>> entries() {
