@@ -45,8 +45,10 @@ public final class DeviceCollectiveCheck {
 
   public static void main(String[] args) throws Exception {
     String mode = args[0];
-    int ordinal = Integer.parseInt(System.getenv().getOrDefault("TREELINE_GPU", "0"));
+    // TREELINE_GPUS=k (issue 8's multi-GPU runs): rank r on GPU r mod k; else all on GPU 0
+    int gpus = Integer.parseInt(System.getenv().getOrDefault("TREELINE_GPUS", "1"));
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120))) {
+      int ordinal = gpus > 1 ? boot.rank() % gpus : 0;
       DeviceOptions opts = DeviceOptions.DEFAULT.withOrdinal(ordinal).withBufferBytes(80L << 20);
       switch (mode) {
         case "matrix" -> matrix(boot, opts);
