@@ -25,11 +25,8 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -114,8 +111,8 @@ public final class Communicator implements AutoCloseable {
       listener.bind(new InetSocketAddress(InetAddress.getByName(host), 0), 1024);
       int port = ((InetSocketAddress) listener.getLocalAddress()).getPort();
       long pid = ProcessHandle.current().pid();
-      Path path = SharedSegment.directory().resolve("treeline-" + jobTag(bootstrap.secret())
-          + "-r" + rank + "-p" + pid);
+      Path path = SharedSegment.directory().resolve("treeline-"
+          + SharedSegment.jobTag(bootstrap.secret()) + "-r" + rank + "-p" + pid);
       own = SharedSegment.create(path, rank, config.segmentBytes());
       PeerInfo me = new PeerInfo(rank, bootstrap.nodeId(), host, port, pid, path.toString());
       byte[][] all = bootstrap.allGather(me.encode(), timeout);
@@ -189,15 +186,6 @@ public final class Communicator implements AutoCloseable {
       return "127.0.0.1";
     }
     return InetAddress.getLocalHost().getHostAddress();
-  }
-
-  private static String jobTag(byte[] secret) {
-    try {
-      byte[] h = MessageDigest.getInstance("SHA-256").digest(secret);
-      return HexFormat.of().formatHex(h, 0, 6);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
   }
 
   // ---- who is who ----------------------------------------------------------------------------

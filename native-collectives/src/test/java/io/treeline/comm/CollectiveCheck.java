@@ -239,23 +239,32 @@ public final class CollectiveCheck {
 
   private static void compare(Communicator c, String what, double[][] col, ByteBuffer out,
       int i, DataType t, ReduceOp op) {
+    check(c.rank(), what, col, out, i, t, op);
+    checked++;
+  }
+
+  /**
+   * Element {@code i} of {@code out} against the reference over {@code col} (each rank's value
+   * in {@code col[r][0]}): float64 within the type's tolerance, integers exactly.
+   */
+  public static void check(int rank, String what, double[][] col, ByteBuffer out, int i,
+      DataType t, ReduceOp op) {
     if (t.isFloating()) {
       double ref = Elements.reference(col, 0, t, op);
       double tol = Elements.tolerance(col, 0, t, op);
       double got = Elements.get(out, i, t);
       if (!(Math.abs(got - ref) <= tol)) {
-        throw new AssertionError("rank " + c.rank() + " " + what + " element " + i + ": got "
+        throw new AssertionError("rank " + rank + " " + what + " element " + i + ": got "
             + got + ", float64 reference " + ref + " (tolerance " + tol + ")");
       }
     } else {
       long ref = Elements.referenceLong(col, 0, t, op);
       long got = Elements.getLong(out, i, t);
       if (got != ref) {
-        throw new AssertionError("rank " + c.rank() + " " + what + " element " + i + ": got "
+        throw new AssertionError("rank " + rank + " " + what + " element " + i + ": got "
             + got + ", expected " + ref);
       }
     }
-    checked++;
   }
 
   private static void reduceScatterAllGatherBroadcast(Communicator c, long n) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.launch.ProcessLauncher;
+import io.treeline.testing.RankProcesses;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -15,23 +16,10 @@ class MultiProcessCollectivesTest {
       "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
 
   private static void runRanks(int[] perNode, String mode, long timeoutSeconds) {
-    long t0 = System.nanoTime();
-    List<ProcessLauncher.Result> res = ProcessLauncher.run(perNode, JVM,
-        List.of(CollectiveCheck.class.getName(), mode), Map.of(),
-        Duration.ofSeconds(timeoutSeconds), null, -1);
-    StringBuilder all = new StringBuilder();
-    for (ProcessLauncher.Result r : res) {
-      all.append("---- rank ").append(r.rank()).append(" exit ").append(r.exitCode())
-          .append('\n').append(r.output());
+    for (ProcessLauncher.Result r : RankProcesses.run(perNode, JVM, CollectiveCheck.class, mode,
+        timeoutSeconds, "")) {
+      assertTrue(r.output().contains("CHECK OK"), r.output());
     }
-    for (ProcessLauncher.Result r : res) {
-      assertEquals(0, r.exitCode(), all.toString());
-      assertTrue(r.output().contains("CHECK OK"), all.toString());
-    }
-    System.out.printf("%s on %s: %d ranks passed in %.1f s; rank 0: %s%n", mode,
-        java.util.Arrays.toString(perNode), res.size(), (System.nanoTime() - t0) / 1e9,
-        res.get(0).output().lines().filter(l -> l.startsWith("CHECK OK") || l.startsWith("LEAKS"))
-            .toList());
   }
 
   @Test

@@ -39,11 +39,8 @@ import io.treeline.transport.shm.PeerFlags;
 import io.treeline.transport.shm.SharedSegment;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -245,8 +242,8 @@ public final class DeviceCommunicator implements AutoCloseable {
         eventHandles[i] = IpcHandles.bytes(h);
       }
       long pid = ProcessHandle.current().pid();
-      Path path = SharedSegment.directory().resolve("treeline-gpu-" + jobTag(bootstrap.secret())
-          + "-r" + rank + "-p" + pid);
+      Path path = SharedSegment.directory().resolve("treeline-gpu-"
+          + SharedSegment.jobTag(bootstrap.secret()) + "-r" + rank + "-p" + pid);
       r.own = SharedSegment.create(path, rank, 64);
       r.localKey = path.toString();
       LOCAL_EVENTS.put(r.localKey, r.events);
@@ -383,15 +380,6 @@ public final class DeviceCommunicator implements AutoCloseable {
     }
     r.mappings.add(p);
     return DevicePointers.address(p);
-  }
-
-  private static String jobTag(byte[] secret) {
-    try {
-      byte[] h = MessageDigest.getInstance("SHA-256").digest(secret);
-      return HexFormat.of().formatHex(h, 0, 6);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
   }
 
   // ---- who is who ----------------------------------------------------------------------------

@@ -78,6 +78,19 @@ public final class SharedSegment implements AutoCloseable {
         .order(ByteOrder.nativeOrder());
   }
 
+  /**
+   * A short tag of the job's secret for segment file names, so that the segments of jobs that
+   * share a machine never collide and a leftover file names its job (not the secret itself).
+   */
+  public static String jobTag(byte[] secret) {
+    try {
+      byte[] h = java.security.MessageDigest.getInstance("SHA-256").digest(secret);
+      return java.util.HexFormat.of().formatHex(h, 0, 6);
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** The folder segments go to: /dev/shm when it is there and writable, else java.io.tmpdir. */
   public static Path directory() {
     Path shm = Path.of("/dev/shm");

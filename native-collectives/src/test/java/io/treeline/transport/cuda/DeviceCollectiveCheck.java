@@ -277,22 +277,7 @@ public final class DeviceCollectiveCheck {
       for (int r = 0; r < size; r++) {
         col[r][0] = CollectiveCheck.value(seed, r, i, t, op);
       }
-      if (t.isFloating()) {
-        double ref = Elements.reference(col, 0, t, op);
-        double tol = Elements.tolerance(col, 0, t, op);
-        double got = Elements.get(out, i, t);
-        if (!(Math.abs(got - ref) <= tol)) {
-          throw new AssertionError("rank " + c.rank() + " " + what + " element " + i + ": got "
-              + got + ", float64 reference " + ref + " (tolerance " + tol + ")");
-        }
-      } else {
-        long ref = Elements.referenceLong(col, 0, t, op);
-        long got = Elements.getLong(out, i, t);
-        if (got != ref) {
-          throw new AssertionError("rank " + c.rank() + " " + what + " element " + i + ": got "
-              + got + ", expected " + ref);
-        }
-      }
+      CollectiveCheck.check(c.rank(), what, col, out, i, t, op);
       checked.incrementAndGet();
     }
   }

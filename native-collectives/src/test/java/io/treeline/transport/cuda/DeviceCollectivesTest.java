@@ -1,13 +1,11 @@
 package io.treeline.transport.cuda;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.kernels.DeviceReducer;
 import io.treeline.launch.ProcessLauncher;
-import java.time.Duration;
+import io.treeline.testing.RankProcesses;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -36,25 +34,7 @@ class DeviceCollectivesTest {
   }
 
   private static List<ProcessLauncher.Result> ranks(int[] perNode, String mode, long seconds) {
-    long t0 = System.nanoTime();
-    List<ProcessLauncher.Result> res = ProcessLauncher.run(perNode, JVM,
-        List.of(DeviceCollectiveCheck.class.getName(), mode), Map.of(),
-        Duration.ofSeconds(seconds), null, -1);
-    StringBuilder all = new StringBuilder();
-    for (ProcessLauncher.Result r : res) {
-      all.append("---- rank ").append(r.rank()).append(" exit ").append(r.exitCode())
-          .append('\n').append(r.output());
-    }
-    for (ProcessLauncher.Result r : res) {
-      assertEquals(0, r.exitCode(), all.toString());
-    }
-    System.out.printf("gpu %s, %s processes: %.1f s; rank 0: %s%n", mode,
-        java.util.Arrays.toString(perNode),
-        (System.nanoTime() - t0) / 1e9, res.get(0).output().lines()
-            .filter(l -> l.startsWith("CHECK") || l.startsWith("LEAKS")
-                || l.startsWith("MISMATCH") || l.startsWith("rank 0"))
-            .toList());
-    return res;
+    return RankProcesses.run(perNode, JVM, DeviceCollectiveCheck.class, mode, seconds, "gpu ");
   }
 
   private static void ok(int k, String mode, long seconds) {
