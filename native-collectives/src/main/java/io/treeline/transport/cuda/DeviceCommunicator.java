@@ -419,6 +419,11 @@ public final class DeviceCommunicator implements AutoCloseable {
     return stream;
   }
 
+  /** The kernels this rank launches on its stream (copies, reducers). */
+  public DeviceReducer kernels() {
+    return kernels;
+  }
+
   /** The CUDA context this rank's work runs in (the device's primary context). */
   public jcuda.driver.CUcontext context() {
     return kernels.context();

@@ -56,6 +56,7 @@ public final class DeviceCollectiveCheck {
         case "leaks" -> leaks(boot, opts);
         case "mismatch" -> mismatch(boot, opts);
         case "flags" -> flags(boot, opts);
+        case "aggregator" -> aggregator(boot, opts);
         default -> throw new IllegalArgumentException(mode);
       }
     } catch (Throwable e) {
@@ -197,6 +198,54 @@ public final class DeviceCollectiveCheck {
         }
       }
       throw new AssertionError("rank " + c.rank() + ": mismatched calls were not detected");
+    }
+  }
+
+  /**
+   * Seven gradient tensors of odd sizes on the GPU, 1 MiB registered buffers (so two
+   * buckets), two steps: every tensor ends as the average over all ranks.
+   */
+  private static void aggregator(TcpStoreBootstrap boot, DeviceOptions opts) {
+    long[] sizes = {1, 1021, 65_537, 13, 200_003, 5, 17};
+    try (DeviceCommunicator c = DeviceCommunicator.create(boot, CommConfig.DEFAULT,
+        opts.withBufferBytes(1 << 20))) {
+      DeviceGradientAggregator agg = new DeviceGradientAggregator(c, DataType.F32);
+      CUdeviceptr[] grads = new CUdeviceptr[sizes.length];
+      for (int g = 0; g < sizes.length; g++) {
+        grads[g] = new CUdeviceptr();
+        cuMemAlloc(grads[g], sizes[g] * 4);
+        agg.register(DevicePointers.address(grads[g]), sizes[g]);
+      }
+      for (int step = 0; step < 2; step++) {
+        for (int g = 0; g < sizes.length; g++) {
+          ByteBuffer h = Elements.direct(sizes[g], DataType.F32);
+          for (int i = 0; i < sizes[g]; i++) {
+            Elements.put(h, i, CollectiveCheck.value(100L * step + g, c.rank(), i, DataType.F32,
+                ReduceOp.AVG), DataType.F32);
+          }
+          cuMemcpyHtoD(grads[g], Pointer.to(h), sizes[g] * 4);
+        }
+        agg.allReduce();
+        c.synchronize();
+        for (int g = 0; g < sizes.length; g++) {
+          ByteBuffer out = Elements.direct(sizes[g], DataType.F32);
+          cuMemcpyDtoH(Pointer.to(out), grads[g], sizes[g] * 4);
+          double[][] col = new double[c.size()][1];
+          for (int i = 0; i < sizes[g]; i++) {
+            for (int r = 0; r < c.size(); r++) {
+              col[r][0] = CollectiveCheck.value(100L * step + g, r, i, DataType.F32,
+                  ReduceOp.AVG);
+            }
+            CollectiveCheck.check(c.rank(), "aggregated gradient " + g + " step " + step, col,
+                out, i, DataType.F32, ReduceOp.AVG);
+            checked.incrementAndGet();
+          }
+        }
+      }
+      System.out.println("rank " + c.rank() + ": " + agg.buckets() + " buckets");
+      for (CUdeviceptr p : grads) {
+        cuMemFree(p);
+      }
     }
   }
 

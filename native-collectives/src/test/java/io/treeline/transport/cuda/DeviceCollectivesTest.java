@@ -69,6 +69,11 @@ class DeviceCollectivesTest {
   }
 
   @Test
+  void gradientsOnTheGpuAreAveragedInBucketsThroughTheRegisteredBuffer() {
+    ok(4, "aggregator", 300);
+  }
+
+  @Test
   void closeLeavesNoDeviceMemoryOrSegmentBehind() {
     ok(4, "leaks", 600);
   }
