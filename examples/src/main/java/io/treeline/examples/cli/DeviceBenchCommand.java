@@ -47,6 +47,14 @@ final class DeviceBenchCommand {
     if (!a.get("from-csv").isEmpty()) {
       csv = Path.of(a.get("from-csv"));
     } else {
+      io.treeline.kernels.GpuDevices.Listing gpus = io.treeline.kernels.GpuDevices.list();
+      if (!gpus.available() || gpus.gpus().isEmpty()) {
+        out.println("treeline bench --device: no usable GPU here ("
+            + (gpus.unavailable() != null ? gpus.unavailable() : "the driver lists no device")
+            + "); ./treeline bench measures the host path, and --from-csv draws a GPU "
+            + "machine's results");
+        return 1;
+      }
       Files.createDirectories(dir);
       csv = dir.resolve("bench-device.csv");
       Files.deleteIfExists(csv);
