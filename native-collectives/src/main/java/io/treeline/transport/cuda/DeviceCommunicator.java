@@ -191,7 +191,8 @@ public final class DeviceCommunicator implements AutoCloseable {
   }
 
   private DeviceCommunicator(CommConfig config, DeviceOptions options, Resources res,
-      Topology topology, int rank, int planRank, String gpu, DeviceOptions.Sync sync,
+      Topology topology, int rank, int planRank, int localRank, String gpu,
+      DeviceOptions.Sync sync,
       DeviceCostModel costModel, long[] input, long[] output) {
     this.config = config;
     this.options = options;
@@ -202,7 +203,7 @@ public final class DeviceCommunicator implements AutoCloseable {
     this.rank = rank;
     this.planRank = planRank;
     this.localTopology = Topology.of(topology.localSize(topology.node(planRank)));
-    this.localRank = topology.localRank(planRank);
+    this.localRank = localRank;
     this.gpu = gpu;
     this.sync = sync;
     this.costModel = costModel;
@@ -225,6 +226,9 @@ public final class DeviceCommunicator implements AutoCloseable {
       CUuuid uuid = new CUuuid();
       cuDeviceGetUuid(uuid, r.kernels.device());
       String gpu = io.treeline.kernels.GpuDevices.formatUuid(uuid.bytes);
+      String[] bus = new String[1];
+      jcuda.driver.JCudaDriver.cuDeviceGetPCIBusId(bus, 64, r.kernels.device());
+      String busId = io.treeline.kernels.GpuDevices.normalizeBusId(bus[0]);
       r.stream = new CUstream();
       cuStreamCreate(r.stream, CUstream_flags.CU_STREAM_DEFAULT);
       r.input = alloc(options.bufferBytes());
@@ -247,7 +251,7 @@ public final class DeviceCommunicator implements AutoCloseable {
       r.own = SharedSegment.create(path, rank, 64);
       r.localKey = path.toString();
       LOCAL_EVENTS.put(r.localKey, r.events);
-      DevicePeerInfo me = new DevicePeerInfo(rank, bootstrap.nodeId(), pid, gpu,
+      DevicePeerInfo me = new DevicePeerInfo(rank, bootstrap.nodeId(), pid, gpu, busId,
           path.toString(), DevicePointers.address(r.input), DevicePointers.address(r.output),
           DevicePointers.address(r.flags), memHandle(r.input), memHandle(r.output),
           memHandle(r.flags), eventHandles);
@@ -263,7 +267,19 @@ public final class DeviceCommunicator implements AutoCloseable {
       int mine = layout.planOf()[rank];
       int node = topo.node(mine);
       int local = topo.localSize(node);
-      int myLocal = topo.localRank(mine);
+      // local indices in the order that spreads the node's GPUs across PCIe switches; every
+      // rank tells the others its index (other nodes' PCI trees are not readable from here)
+      java.util.List<String> buses = new java.util.ArrayList<>();
+      for (int l = 0; l < local; l++) {
+        buses.add(infos[layout.bootOf()[topo.rank(node, l)]].busId());
+      }
+      int[] order = io.treeline.topology.LocalRankOrder.order(buses,
+          io.treeline.topology.LocalRankOrder::sysfs);
+      int myLocal = 0;
+      while (order[myLocal] != topo.localRank(mine)) {
+        myLocal++;
+      }
+      byte[][] positions = bootstrap.allGather(new byte[] {(byte) myLocal}, config.timeout());
       if (!topo.isUniform()) {
         throw new UnsupportedOperationException("the GPU path needs the same number of ranks "
             + "on every node (the ranks with the same local index form the groups across "
@@ -285,7 +301,7 @@ public final class DeviceCommunicator implements AutoCloseable {
       boolean oneProcess = true;
       java.util.Set<String> gpus = new java.util.HashSet<>();
       for (int l = 0; l < local; l++) {
-        DevicePeerInfo info = infos[layout.bootOf()[topo.rank(node, l)]];
+        DevicePeerInfo info = infos[layout.bootOf()[topo.rank(node, order[l])]];
         r.pids[l] = info.pid();
         distinct &= gpus.add(info.gpu());
         oneProcess &= info.pid() == pid;
@@ -332,7 +348,12 @@ public final class DeviceCommunicator implements AutoCloseable {
         // the ranks with our local index on every node, in node order: our group across nodes
         int[] members = new int[topo.nodes()];
         for (int k = 0; k < members.length; k++) {
-          members[k] = layout.bootOf()[topo.rank(k, myLocal)];
+          for (int l = 0; l < local; l++) {
+            int b = layout.bootOf()[topo.rank(k, l)];
+            if (positions[b][0] == myLocal) {
+              members[k] = b;
+            }
+          }
         }
         r.stage = new HostStage(io.treeline.comm.Communicator.create(
             new io.treeline.bootstrap.SubsetBootstrap(bootstrap, members), config),
@@ -344,8 +365,8 @@ public final class DeviceCommunicator implements AutoCloseable {
           + options.bufferBytes() + " bytes per registered buffer");
       DeviceCostModel model = options.costModel() != null ? options.costModel()
           : DeviceOptions.defaultCostModel(!distinct, oneProcess, local);
-      return new DeviceCommunicator(config, options, r, topo, rank, mine, gpu, sync, model,
-          input, output);
+      return new DeviceCommunicator(config, options, r, topo, rank, mine, myLocal, gpu, sync,
+          model, input, output);
     } catch (IOException | RuntimeException | LinkageError e) {
       r.release();
       if (e instanceof BootstrapException b) {
@@ -396,12 +417,15 @@ public final class DeviceCommunicator implements AutoCloseable {
     return topology.nodes();
   }
 
-  /** This rank's index among its node's ranks (the slice its reduce-scatter owns). */
+  /**
+   * This rank's index among its node's ranks, in the order that spreads their GPUs across PCIe
+   * switches: the slice its reduce-scatter owns, and its group across nodes.
+   */
   public int localRank() {
     return localRank;
   }
 
-  /** This rank's place among the node's ranks: its slice of a two-shot reduce-scatter. */
+  /** This rank's place in node-major order over all ranks (nodes in order of their lowest rank). */
   public int topologyRank() {
     return planRank;
   }

@@ -9,15 +9,16 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 
 /**
- * What a rank of the GPU path tells the others at setup: who it is, which GPU (UUID), its
+ * What a rank of the GPU path tells the others at setup: who it is, which GPU (UUID and PCI
+ * bus id, which orders the node's ranks across PCIe switches), its
  * shared-memory segment (host flags), its registered buffers as CUDA IPC handles (64 raw bytes
  * each) and as addresses (which only a peer in the same process may use), and the IPC handles
  * of its events, {@code [parity * PHASES + phase]}.
  */
-record DevicePeerInfo(int rank, String node, long pid, String gpu, String segment,
+record DevicePeerInfo(int rank, String node, long pid, String gpu, String busId, String segment,
     long input, long output, long flags, byte[] inputHandle, byte[] outputHandle,
     byte[] flagsHandle, byte[][] events) {
-  private static final int VERSION = 1;
+  private static final int VERSION = 2;
 
   byte[] encode() {
     ByteArrayOutputStream b = new ByteArrayOutputStream();
@@ -27,6 +28,7 @@ record DevicePeerInfo(int rank, String node, long pid, String gpu, String segmen
       d.writeUTF(node);
       d.writeLong(pid);
       d.writeUTF(gpu);
+      d.writeUTF(busId);
       d.writeUTF(segment);
       d.writeLong(input);
       d.writeLong(output);
@@ -55,6 +57,7 @@ record DevicePeerInfo(int rank, String node, long pid, String gpu, String segmen
       String node = d.readUTF();
       long pid = d.readLong();
       String gpu = d.readUTF();
+      String busId = d.readUTF();
       String segment = d.readUTF();
       long input = d.readLong();
       long output = d.readLong();
@@ -66,8 +69,8 @@ record DevicePeerInfo(int rank, String node, long pid, String gpu, String segmen
       for (int i = 0; i < events.length; i++) {
         events[i] = handle(d);
       }
-      return new DevicePeerInfo(rank, node, pid, gpu, segment, input, output, flags, ih, oh, fh,
-          events);
+      return new DevicePeerInfo(rank, node, pid, gpu, busId, segment, input, output, flags, ih,
+          oh, fh, events);
     } catch (IOException e) {
       throw new UncheckedIOException("malformed device peer info: " + e.getMessage(), e);
     }
