@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 8, on a machine with K GPUs (device kinds nvidia-h200-x2/-x4/-x8), from the repository
 # root after carrying .device-carry/: one process per GPU. NVLink multicast stays off
-# (NCCL_NVLS_ENABLE=0; Treeline never calls cuMulticastCreate). Writes into $OUT (or out/):
+# (NCCL_NVLS_ENABLE=0; Treeline creates no multicast objects). Writes into $OUT (or out/):
 #   topo: nvidia-smi topo -m and ./treeline topo --measure (P2P matrix, IPC probe)
 #   tests: the GPU tests with rank r on GPU r (flag barriers: the path one GPU cannot exercise)
 #   bench-multi-gpu.csv: Treeline oneshot/twoshot/auto and NCCL 2.28 through PyTorch, same call

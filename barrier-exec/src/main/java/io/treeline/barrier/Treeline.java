@@ -37,30 +37,59 @@ public final class Treeline {
   }
 
   public static Communicator communicator() {
+    return perTask(BY_TASK, "communicator", (boot, conf, tc) -> Communicator.create(boot,
+        conf.commConfig()));
+  }
+
+  /** How a communicator of one kind is made from the task's bootstrap and settings. */
+  private interface Factory<C> {
+    C create(BarrierBootstrap boot, TreelineConf conf, TaskContext tc);
+  }
+
+  /**
+   * The task's communicator of one kind: made at the first call (a collective: every task of
+   * the stage makes it), closed with its bootstrap when the task completes or fails.
+   */
+  private static <C extends AutoCloseable> C perTask(ConcurrentHashMap<Long, C> byTask,
+      String what, Factory<C> factory) {
     TaskContext tc = TaskContext.get();
     if (!(tc instanceof BarrierTaskContext ctx)) {
-      throw new IllegalStateException("Treeline.communicator() must be called inside a barrier "
+      throw new IllegalStateException("Treeline." + what + "() must be called inside a barrier "
           + "stage task: rdd.barrier().mapPartitions(...) (from Java: rdd.rdd().barrier(), or "
           + "BarrierJobs.mapPartitions)");
     }
     long id = tc.taskAttemptId();
-    Communicator c = BY_TASK.get(id);
+    C c = byTask.get(id);
     if (c != null) {
       return c;
     }
     TreelineConf conf = conf(SparkEnv.get().conf());
     BarrierBootstrap boot = BarrierBootstrap.create(ctx, conf);
-    Communicator created;
+    C created;
     try {
-      created = Communicator.create(boot, conf.commConfig());
+      created = factory.create(boot, conf, tc);
     } catch (RuntimeException e) {
       boot.close();
       throw e;
     }
-    BY_TASK.put(id, created);
-    ctx.addTaskCompletionListener((TaskCompletionListener) t -> release(id, boot));
-    ctx.addTaskFailureListener((TaskFailureListener) (t, e) -> release(id, boot));
+    byTask.put(id, created);
+    ctx.addTaskCompletionListener((TaskCompletionListener) t -> release(byTask, id, boot));
+    ctx.addTaskFailureListener((TaskFailureListener) (t, e) -> release(byTask, id, boot));
     return created;
+  }
+
+  private static <C extends AutoCloseable> void release(ConcurrentHashMap<Long, C> byTask,
+      long id, BarrierBootstrap boot) {
+    C c = byTask.remove(id);
+    try {
+      if (c != null) {
+        c.close();
+      }
+    } catch (Exception e) {
+      throw new IllegalStateException("closing the task's communicator: " + e.getMessage(), e);
+    } finally {
+      boot.close();
+    }
   }
 
   /**
@@ -74,31 +103,8 @@ public final class Treeline {
    * {@link #communicator()} (host memory) there.
    */
   public static DeviceCommunicator deviceCommunicator() {
-    TaskContext tc = TaskContext.get();
-    if (!(tc instanceof BarrierTaskContext ctx)) {
-      throw new IllegalStateException("Treeline.deviceCommunicator() must be called inside a "
-          + "barrier stage task: rdd.barrier().mapPartitions(...) (from Java: "
-          + "rdd.rdd().barrier(), or BarrierJobs.mapPartitions)");
-    }
-    long id = tc.taskAttemptId();
-    DeviceCommunicator c = DEVICE_BY_TASK.get(id);
-    if (c != null) {
-      return c;
-    }
-    TreelineConf conf = conf(SparkEnv.get().conf());
-    int ordinal = gpuOrdinal(tc);
-    BarrierBootstrap boot = BarrierBootstrap.create(ctx, conf);
-    DeviceCommunicator created;
-    try {
-      created = DeviceCommunicator.create(boot, conf.commConfig(), conf.deviceOptions(ordinal));
-    } catch (RuntimeException e) {
-      boot.close();
-      throw e;
-    }
-    DEVICE_BY_TASK.put(id, created);
-    ctx.addTaskCompletionListener((TaskCompletionListener) t -> releaseDevice(id, boot));
-    ctx.addTaskFailureListener((TaskFailureListener) (t, e) -> releaseDevice(id, boot));
-    return created;
+    return perTask(DEVICE_BY_TASK, "deviceCommunicator", (boot, conf, tc) ->
+        DeviceCommunicator.create(boot, conf.commConfig(), conf.deviceOptions(gpuOrdinal(tc))));
   }
 
   /** The CUDA ordinal of the GPU Spark assigned to this task, or 0 when none was assigned. */
@@ -118,25 +124,9 @@ public final class Treeline {
     }
   }
 
-  private static void releaseDevice(long id, BarrierBootstrap boot) {
-    DeviceCommunicator c = DEVICE_BY_TASK.remove(id);
-    if (c != null) {
-      c.close();
-    }
-    boot.close();
-  }
-
   /** Communicators open in this JVM (tasks still running); for tests and metrics. */
   public static int openCommunicators() {
     return BY_TASK.size() + DEVICE_BY_TASK.size();
-  }
-
-  private static void release(long id, BarrierBootstrap boot) {
-    Communicator c = BY_TASK.remove(id);
-    if (c != null) {
-      c.close();
-    }
-    boot.close();
   }
 
   /** The {@code spark.treeline.*} settings of a Spark configuration, validated. */
