@@ -16,7 +16,6 @@ import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
 import static jcuda.driver.JCudaDriver.cuMemsetD8;
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
 import static jcuda.driver.JCudaDriver.cuStreamDestroy;
-import static jcuda.driver.JCudaDriver.cuStreamQuery;
 import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
 
 import io.treeline.bootstrap.Bootstrap;
@@ -29,6 +28,7 @@ import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
 import io.treeline.exec.CollectiveException;
 import io.treeline.exec.PlanRunner;
+import io.treeline.kernels.CudaQueries;
 import io.treeline.kernels.DevicePointers;
 import io.treeline.kernels.DeviceReducer;
 import io.treeline.kernels.IpcHandles;
@@ -51,7 +51,6 @@ import jcuda.driver.CUevent_flags;
 import jcuda.driver.CUipcEventHandle;
 import jcuda.driver.CUipcMemHandle;
 import jcuda.driver.CUipcMem_flags;
-import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstream_flags;
 import jcuda.driver.CUuuid;
@@ -105,7 +104,14 @@ public final class DeviceCommunicator implements AutoCloseable {
   private final Map<String, DevicePlanRunner.Program> programs = new HashMap<>();
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
   private final long[] statusWords = new long[2];
+  // argument arrays of the launches this class makes itself, filled per call
+  private final long[] copySrc = new long[1];
+  private final long[] copyDst = new long[1];
+  private final long[] copyBytes = new long[1];
+  private final long[] finishSrc = new long[1];
   private DevicePlanRunner.Program last;
+  /** The call in progress, compared with the peers' by the event synchronisation. */
+  private CallDescriptor currentCall;
   private long sequence;
   private Throwable broken;
   private boolean closed;
@@ -135,11 +141,6 @@ public final class DeviceCommunicator implements AutoCloseable {
       if (stage != null) {
         quietly(stage::close);
       }
-      quietly(() -> {
-        if (stream != null) {
-          cuStreamQuery(stream); // nothing to wait for after a failure: the mappings go anyway
-        }
-      });
       for (CUdeviceptr m : mappings) {
         quietly(() -> cuIpcCloseMemHandle(m));
       }
@@ -472,8 +473,11 @@ public final class DeviceCommunicator implements AutoCloseable {
    * hierarchical (two-shot phases inside, host trees across) over several nodes.
    */
   public Algorithm select(long bytes) {
-    return config.algorithm() != null ? config.algorithm()
-        : topology.nodes() > 1 ? Algorithm.HIERARCHICAL
+    if (topology.nodes() > 1) {
+      return Algorithm.HIERARCHICAL;
+    }
+    Algorithm forced = config.algorithm(); // hierarchical on one node is two-shot or one-shot
+    return forced != null && forced != Algorithm.HIERARCHICAL ? forced
         : costModel.choose(localTopology.size(), bytes);
   }
 
@@ -547,8 +551,6 @@ public final class DeviceCommunicator implements AutoCloseable {
     run(ag);
   }
 
-  private final long[] finishSrc = new long[1];
-
   /**
    * Enqueue {@code dst = allreduce(src)} for device buffers anywhere on this rank's GPU (they may
    * be the same): copied into the registered INPUT and out of the registered OUTPUT, in windows
@@ -569,10 +571,6 @@ public final class DeviceCommunicator implements AutoCloseable {
     } while (done < count);
   }
 
-  private final long[] copySrc = new long[1];
-  private final long[] copyDst = new long[1];
-  private final long[] copyBytes = new long[1];
-
   private void copy(long from, long to, long bytes) {
     if (bytes == 0 || from == to) {
       return;
@@ -586,12 +584,6 @@ public final class DeviceCommunicator implements AutoCloseable {
   private DevicePlanRunner.Program program(long count, DataType type, ReduceOp op,
       Algorithm algorithm) {
     Algorithm a = algorithm != null ? algorithm : select(count * type.size());
-    if (a == Algorithm.HIERARCHICAL && topology.nodes() == 1) {
-      a = costModel.choose(localTopology.size(), count * type.size());
-    }
-    if (topology.nodes() > 1 || a == Algorithm.HIERARCHICAL) {
-      throw new IllegalStateException("hierarchical runs as three programs"); // see across()
-    }
     DevicePlanRunner.Program p = last;
     if (p != null && p.plan.count() == count && p.plan.type() == type && p.op == op
         && p.plan.algorithm().equals(a.id())) {
@@ -626,8 +618,6 @@ public final class DeviceCommunicator implements AutoCloseable {
       throw e;
     }
   }
-
-  private CallDescriptor currentCall;
 
   /**
    * Wait until everything enqueued on this rank's stream has run, at most the timeout; then
@@ -667,13 +657,8 @@ public final class DeviceCommunicator implements AutoCloseable {
 
   private boolean done() {
     try {
-      cuStreamQuery(stream);
-      return true;
+      return CudaQueries.done(stream);
     } catch (CudaException e) {
-      if (String.valueOf(e.getMessage()).contains(CUresult.stringFor(
-          CUresult.CUDA_ERROR_NOT_READY))) {
-        return false;
-      }
       throw new CollectiveException(planRank, -1, "synchronize #" + sequence, "the GPU failed: "
           + e.getMessage(), e);
     }

@@ -2,7 +2,6 @@ package io.treeline.transport.cuda;
 
 import static jcuda.driver.JCudaDriver.cuEventCreate;
 import static jcuda.driver.JCudaDriver.cuEventDestroy;
-import static jcuda.driver.JCudaDriver.cuEventQuery;
 import static jcuda.driver.JCudaDriver.cuEventRecord;
 import static jcuda.driver.JCudaDriver.cuMemAllocHost;
 import static jcuda.driver.JCudaDriver.cuMemFreeHost;
@@ -15,6 +14,7 @@ import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CollectiveException;
+import io.treeline.kernels.CudaQueries;
 import io.treeline.kernels.DevicePointers;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -22,7 +22,6 @@ import jcuda.CudaException;
 import jcuda.Pointer;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;
-import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 
 /**
@@ -43,7 +42,6 @@ final class HostStage implements AutoCloseable {
   private final ByteBuffer host;
   private final CUevent[] landed;
   private final Handle[] handles;
-  private final ByteBuffer[] chunks;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
 
   HostStage(Communicator cross, long capacity, long chunkBytes) {
@@ -61,12 +59,6 @@ final class HostStage implements AutoCloseable {
         cuEventCreate(landed[i], CUevent_flags.CU_EVENT_DISABLE_TIMING);
       }
       handles = new Handle[n];
-      chunks = new ByteBuffer[n];
-      for (int i = 0; i < n; i++) {
-        long off = i * chunkBytes;
-        chunks[i] = host.slice((int) off, (int) Math.min(chunkBytes, capacity - off))
-            .order(ByteOrder.nativeOrder());
-      }
       ok = true;
     } finally {
       if (!ok) {
@@ -118,15 +110,13 @@ final class HostStage implements AutoCloseable {
   private void waitFor(CUevent e, long deadline, int rank, int chunk) {
     while (true) {
       try {
-        cuEventQuery(e);
-        idle.reset();
-        return;
-      } catch (CudaException x) {
-        if (!String.valueOf(x.getMessage()).contains(CUresult.stringFor(
-            CUresult.CUDA_ERROR_NOT_READY))) {
-          throw new CollectiveException(rank, -1, "staging chunk " + chunk + " to the host",
-              "the device-to-host copy failed: " + x.getMessage(), x);
+        if (CudaQueries.done(e)) {
+          idle.reset();
+          return;
         }
+      } catch (CudaException x) {
+        throw new CollectiveException(rank, -1, "staging chunk " + chunk + " to the host",
+            "the device-to-host copy failed: " + x.getMessage(), x);
       }
       if (System.nanoTime() - deadline > 0) {
         throw CollectiveException.timeout(rank, -1, "staging chunk " + chunk + " to the host",
