@@ -44,8 +44,14 @@ public final class PeerFlags {
       CallDescriptor call) {
     SharedSegment s = segments[peer];
     int polls = 0;
-    while (s.flag() < value) {
-      if (s.aborted()) {
+    while (true) {
+      // The owner publishes its flag before it may abort (a peer that signalled its last phase
+      // and then closed): read the abort first, so that a flag published before it is seen.
+      boolean aborted = s.aborted();
+      if (s.flag() >= value) {
+        break;
+      }
+      if (aborted) {
         throw new CollectiveException(rank, peer, phase, "local rank " + peer + " aborted: "
             + s.abortReason(), null);
       }
@@ -57,7 +63,7 @@ public final class PeerFlags {
             + peer + " to reach flag " + value, timeout);
       }
       if ((++polls & 0xFFFF) == 0 && !ProcessHandle.of(pids[peer]).map(ProcessHandle::isAlive)
-          .orElse(false)) {
+          .orElse(false) && s.flag() < value) { // it may have signalled, then exited
         throw new CollectiveException(rank, peer, phase, "local rank " + peer + " (pid "
             + pids[peer] + ") has exited", null);
       }

@@ -144,8 +144,18 @@ public final class PeerLinks implements AutoCloseable {
     checkLane(peer, lane, phase);
     Lane in = l.lane(lane, slotsPerLane, slotBytes);
     long head = in.counters.getPlain(Lane.HEAD);
-    while (in.counters.getAcquire(Lane.TAIL) <= head) {
-      waitOrFail(l, deadline, phase, "a message on lane " + lane);
+    while (true) {
+      // The receiver thread publishes a message (TAIL) before it records a failure it read
+      // after it on the same socket (a peer that sent its last message and then closed), so
+      // the failure is read first: a message published before it is seen by the check after.
+      String failed = l.failure;
+      if (in.counters.getAcquire(Lane.TAIL) > head) {
+        break;
+      }
+      if (failed != null) {
+        throw broken(l, phase, "a message on lane " + lane, failed);
+      }
+      idleOrTimeout(l, deadline, phase, "a message on lane " + lane);
     }
     idle.reset();
     int i = (int) (head % slotsPerLane);
@@ -205,10 +215,19 @@ public final class PeerLinks implements AutoCloseable {
   }
 
   private void waitOrFail(Link l, long deadline, String phase, String what) {
-    if (l.failure != null) {
-      throw new CollectiveException(rank, l.peer, phase, "the connection to rank " + l.peer
-          + " failed while waiting for " + what + ": " + l.failure, null);
+    String failed = l.failure;
+    if (failed != null) {
+      throw broken(l, phase, what, failed);
     }
+    idleOrTimeout(l, deadline, phase, what);
+  }
+
+  private CollectiveException broken(Link l, String phase, String what, String failure) {
+    return new CollectiveException(rank, l.peer, phase, "the connection to rank " + l.peer
+        + " failed while waiting for " + what + ": " + failure, null);
+  }
+
+  private void idleOrTimeout(Link l, long deadline, String phase, String what) {
     if (closed) {
       throw new CollectiveException(rank, l.peer, phase, "the communicator was closed", null);
     }

@@ -69,6 +69,32 @@ class PeerLinksTest {
   }
 
   @Test
+  void aMessageSentJustBeforeThePeerClosesIsStillDelivered() throws Exception {
+    // A peer that finished its part of a collective sends its last message and closes at once,
+    // which aborts the link; the receiver, already waiting, must get the message, not the abort
+    // (seen in CI: a dbt call failing with "rank 5 closed its communicator").
+    for (int round = 0; round < 60; round++) {
+      ServerSocketChannel l0 = listen();
+      ServerSocketChannel l1 = listen();
+      InetSocketAddress[] a = {addr(l0), addr(l1)};
+      try (PeerLinks p0 = new PeerLinks(0, SECRET, l0, a, 1024, 2, T);
+          PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T)) {
+        int r0 = round;
+        Ranks.run(2, 30_000, r -> {
+          ByteBuffer b = ByteBuffer.allocateDirect(64).order(java.nio.ByteOrder.nativeOrder());
+          if (r == 0) {
+            b.putInt(0, r0);
+            p0.send(1, 1, b, 0, 64, deadline(), "test");
+            p0.abort("rank 0 closed its communicator (its task ended)");
+          } else {
+            assertEquals(r0, p1.receive(0, 1, 64, deadline(), "test").getInt(0));
+          }
+        });
+      }
+    }
+  }
+
+  @Test
   void aPeerWithTheWrongSecretIsRefusedAndLogged() throws Exception {
     ServerSocketChannel l0 = listen();
     ServerSocketChannel l1 = listen();
