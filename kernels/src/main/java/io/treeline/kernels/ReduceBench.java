@@ -38,7 +38,8 @@ public final class ReduceBench {
     List<String> rows = new ArrayList<>();
     rows.add("bytes,kernel,type,inputs,ms,gbps,ratio_to_copy");
     PrintStream out = System.out;
-    try (DeviceReducer k = new DeviceReducer(0)) {
+    try (CudaModule module = new CudaModule(0)) {
+      ReduceKernels k = new ReduceKernels(module);
       CUdeviceptr[] in = new CUdeviceptr[8];
       long[] addr = new long[8];
       long most = sizes[sizes.length - 1];
@@ -65,8 +66,8 @@ public final class ReduceBench {
             copy, 1.0);
         rows.add(bytes + ",copy,-,1," + copyMs + "," + copy + ",1.0");
         for (String type : new String[] {"f32", "bf16"}) {
-          int kernel = DeviceReducer.kernel(type, "sum");
-          long count = bytes / DeviceReducer.elementSize(kernel);
+          int kernel = ReduceKernels.kernel(type, "sum");
+          long count = bytes / ReduceKernels.elementSize(kernel);
           for (int n : inputs) {
             for (int w : waves) {
               k.gridWaves(w);

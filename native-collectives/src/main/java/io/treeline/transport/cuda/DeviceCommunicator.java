@@ -30,7 +30,10 @@ import io.treeline.exec.CollectiveException;
 import io.treeline.exec.PlanRunner;
 import io.treeline.kernels.CudaQueries;
 import io.treeline.kernels.DevicePointers;
-import io.treeline.kernels.DeviceReducer;
+import io.treeline.kernels.CopyKernels;
+import io.treeline.kernels.CudaModule;
+import io.treeline.kernels.FlagKernels;
+import io.treeline.kernels.ReduceKernels;
 import io.treeline.kernels.IpcHandles;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.Plan;
@@ -81,14 +84,17 @@ public final class DeviceCommunicator implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("io.treeline.cuda");
   private static final int EVENTS = 2 * PlanRunner.PHASES;
   /** Flag slots per rank (one per local peer), then two words of barrier status. */
-  private static final int FLAG_SLOTS = DeviceReducer.MAX_INPUTS;
+  private static final int FLAG_SLOTS = FlagKernels.MAX_RANKS;
   private static final long FLAGS_BYTES = 256;
   /** Events of ranks in this process, by segment path: peers in one JVM use them directly. */
   private static final Map<String, CUevent[]> LOCAL_EVENTS = new ConcurrentHashMap<>();
 
   private final CommConfig config;
   private final DeviceOptions options;
-  private final DeviceReducer kernels;
+  private final CudaModule module;
+  private final ReduceKernels reducers;
+  private final CopyKernels copies;
+  private final FlagKernels flagKernels;
   private final CUstream stream;
   private final Topology topology;
   /** This node's ranks alone: the topology of the plans that run on device memory. */
@@ -118,7 +124,7 @@ public final class DeviceCommunicator implements AutoCloseable {
 
   /** Everything that {@link #close()} must release, filled in as it is made. */
   private static final class Resources {
-    DeviceReducer kernels;
+    CudaModule module;
     CUstream stream;
     CUdeviceptr input;
     CUdeviceptr output;
@@ -135,8 +141,8 @@ public final class DeviceCommunicator implements AutoCloseable {
     HostStage stage;
 
     void release() {
-      if (kernels != null) {
-        cuCtxSetCurrent(kernels.context());
+      if (module != null) {
+        cuCtxSetCurrent(module.context());
       }
       if (stage != null) {
         quietly(stage::close);
@@ -177,8 +183,8 @@ public final class DeviceCommunicator implements AutoCloseable {
       if (own != null) {
         own.close();
       }
-      if (kernels != null) {
-        quietly(kernels::close);
+      if (module != null) {
+        quietly(module::close);
       }
     }
   }
@@ -198,7 +204,10 @@ public final class DeviceCommunicator implements AutoCloseable {
     this.config = config;
     this.options = options;
     this.res = res;
-    this.kernels = res.kernels;
+    this.module = res.module;
+    this.reducers = new ReduceKernels(module);
+    this.copies = new CopyKernels(module);
+    this.flagKernels = new FlagKernels(module);
     this.stream = res.stream;
     this.topology = topology;
     this.rank = rank;
@@ -209,7 +218,7 @@ public final class DeviceCommunicator implements AutoCloseable {
     this.sync = sync;
     this.costModel = costModel;
     DeviceSync s = sync == DeviceOptions.Sync.FLAGS ? new FlagSync() : new EventSync();
-    this.runner = new DevicePlanRunner(kernels, stream, s, localRank, input, output);
+    this.runner = new DevicePlanRunner(reducers, copies, stream, s, localRank, input, output);
   }
 
   /**
@@ -223,12 +232,12 @@ public final class DeviceCommunicator implements AutoCloseable {
     int n = bootstrap.size();
     Resources r = new Resources();
     try {
-      r.kernels = new DeviceReducer(options.ordinal());
+      r.module = new CudaModule(options.ordinal());
       CUuuid uuid = new CUuuid();
-      cuDeviceGetUuid(uuid, r.kernels.device());
+      cuDeviceGetUuid(uuid, r.module.device());
       String gpu = io.treeline.kernels.GpuDevices.formatUuid(uuid.bytes);
       String[] bus = new String[1];
-      jcuda.driver.JCudaDriver.cuDeviceGetPCIBusId(bus, 64, r.kernels.device());
+      jcuda.driver.JCudaDriver.cuDeviceGetPCIBusId(bus, 64, r.module.device());
       String busId = io.treeline.kernels.GpuDevices.normalizeBusId(bus[0]);
       r.stream = new CUstream();
       cuStreamCreate(r.stream, CUstream_flags.CU_STREAM_DEFAULT);
@@ -286,9 +295,9 @@ public final class DeviceCommunicator implements AutoCloseable {
             + "on every node (the ranks with the same local index form the groups across "
             + "nodes); these nodes have " + topo);
       }
-      if (local > DeviceReducer.MAX_INPUTS) {
+      if (local > ReduceKernels.MAX_INPUTS) {
         throw new UnsupportedOperationException("the GPU path reduces at most "
-            + DeviceReducer.MAX_INPUTS + " ranks of a node in one kernel; node " + node
+            + ReduceKernels.MAX_INPUTS + " ranks of a node in one kernel; node " + node
             + " has " + local);
       }
       // everything below is indexed by local rank: the node's ranks map each other's memory
@@ -444,14 +453,19 @@ public final class DeviceCommunicator implements AutoCloseable {
     return stream;
   }
 
-  /** The kernels this rank launches on its stream (copies, reducers). */
-  public DeviceReducer kernels() {
-    return kernels;
+  /** The segment copies this rank launches on its stream (bucket pack and unpack). */
+  public CopyKernels copies() {
+    return copies;
+  }
+
+  /** The context and kernel module of this rank (for launchers of other kernel families). */
+  public CudaModule module() {
+    return module;
   }
 
   /** The CUDA context this rank's work runs in (the device's primary context). */
   public jcuda.driver.CUcontext context() {
-    return kernels.context();
+    return module.context();
   }
 
   /** Device address of this rank's registered INPUT ({@link #capacityBytes()} bytes). */
@@ -545,7 +559,7 @@ public final class DeviceCommunicator implements AutoCloseable {
     }
     if (op == ReduceOp.AVG && len > 0) {
       finishSrc[0] = slice;
-      kernels.reduce(DeviceReducer.kernel(type.name(), "sum"), slice, finishSrc, 1, len, true,
+      reducers.reduce(ReduceKernels.kernel(type.name(), "sum"), slice, finishSrc, 1, len, true,
           topology.size(), stream);
     }
     run(ag);
@@ -578,7 +592,7 @@ public final class DeviceCommunicator implements AutoCloseable {
     copySrc[0] = from;
     copyDst[0] = to;
     copyBytes[0] = bytes;
-    kernels.copy(copySrc, copyDst, copyBytes, 1, stream);
+    copies.copy(copySrc, copyDst, copyBytes, 1, stream);
   }
 
   private DevicePlanRunner.Program program(long count, DataType type, ReduceOp op,
@@ -605,7 +619,7 @@ public final class DeviceCommunicator implements AutoCloseable {
 
   private void run(DevicePlanRunner.Program p) {
     check("allreduce");
-    cuCtxSetCurrent(kernels.context());
+    cuCtxSetCurrent(module.context());
     long seq = ++sequence;
     CallDescriptor call = CallDescriptor.of(p.plan, p.op);
     res.own.beginCall(seq, call.count(), call.meta());
@@ -625,7 +639,7 @@ public final class DeviceCommunicator implements AutoCloseable {
    */
   public void synchronize() {
     check("synchronize");
-    cuCtxSetCurrent(kernels.context());
+    cuCtxSetCurrent(module.context());
     long deadline = System.nanoTime() + config.timeout().toNanos();
     try {
       while (!done()) {
@@ -718,7 +732,7 @@ public final class DeviceCommunicator implements AutoCloseable {
 
   /** Ranks on distinct GPUs: one barrier kernel on flags in peer memory per barrier. */
   private final class FlagSync implements DeviceSync {
-    private final long[] flagPtrs = new long[DeviceReducer.MAX_INPUTS];
+    private final long[] flagPtrs = new long[ReduceKernels.MAX_INPUTS];
 
     @Override
     public void signal(int phase, long value, int parity) {
@@ -741,7 +755,7 @@ public final class DeviceCommunicator implements AutoCloseable {
       for (int p = 0; p < n; p++) {
         flagPtrs[p] = res.flagsOf[p];
       }
-      kernels.barrier(flagPtrs, n, localRank, value, config.timeout().toNanos(),
+      flagKernels.barrier(flagPtrs, n, localRank, value, config.timeout().toNanos(),
           res.flagsOf[localRank] + 8L * FLAG_SLOTS, stream);
     }
 

@@ -2,7 +2,7 @@ package io.treeline.transport.cuda;
 
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
-import io.treeline.kernels.DeviceReducer;
+import io.treeline.kernels.CopyKernels;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -62,7 +62,7 @@ public final class DeviceGradientAggregator {
     if (buckets == null) {
       buckets = pack();
     }
-    DeviceReducer k = comm.kernels();
+    CopyKernels k = comm.copies();
     for (Bucket b : buckets) {
       for (int l = 0; l < b.n.length; l++) {
         k.copy(b.src[l], b.dst[l], b.bytes[l], b.n[l], comm.stream());
@@ -87,17 +87,17 @@ public final class DeviceGradientAggregator {
         count += tensors.get(i)[1];
         i++;
       }
-      int launches = (in.size() + DeviceReducer.MAX_INPUTS - 1) / DeviceReducer.MAX_INPUTS;
-      long[][] src = new long[launches][DeviceReducer.MAX_INPUTS];
-      long[][] dst = new long[launches][DeviceReducer.MAX_INPUTS];
-      long[][] bytes = new long[launches][DeviceReducer.MAX_INPUTS];
-      long[][] backSrc = new long[launches][DeviceReducer.MAX_INPUTS];
-      long[][] backDst = new long[launches][DeviceReducer.MAX_INPUTS];
+      int launches = (in.size() + CopyKernels.MAX_SEGMENTS - 1) / CopyKernels.MAX_SEGMENTS;
+      long[][] src = new long[launches][CopyKernels.MAX_SEGMENTS];
+      long[][] dst = new long[launches][CopyKernels.MAX_SEGMENTS];
+      long[][] bytes = new long[launches][CopyKernels.MAX_SEGMENTS];
+      long[][] backSrc = new long[launches][CopyKernels.MAX_SEGMENTS];
+      long[][] backDst = new long[launches][CopyKernels.MAX_SEGMENTS];
       int[] n = new int[launches];
       long offset = 0;
       for (int t = 0; t < in.size(); t++) {
-        int l = t / DeviceReducer.MAX_INPUTS;
-        int s = t % DeviceReducer.MAX_INPUTS;
+        int l = t / CopyKernels.MAX_SEGMENTS;
+        int s = t % CopyKernels.MAX_SEGMENTS;
         long[] tensor = in.get(t);
         src[l][s] = tensor[0];
         dst[l][s] = comm.input() + offset * es;

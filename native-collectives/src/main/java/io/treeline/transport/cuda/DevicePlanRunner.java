@@ -2,7 +2,8 @@ package io.treeline.transport.cuda;
 
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.PlanRunner;
-import io.treeline.kernels.DeviceReducer;
+import io.treeline.kernels.CopyKernels;
+import io.treeline.kernels.ReduceKernels;
 import io.treeline.plan.Buf;
 import io.treeline.plan.Plan;
 import io.treeline.plan.Step;
@@ -22,7 +23,8 @@ import jcuda.driver.CUstream;
  * Message steps (across nodes) are not part of a device plan.
  */
 final class DevicePlanRunner {
-  private final DeviceReducer kernels;
+  private final ReduceKernels reducers;
+  private final CopyKernels copies;
   private final CUstream stream;
   private final DeviceSync sync;
   private final int rank;
@@ -33,9 +35,10 @@ final class DevicePlanRunner {
    * @param input every local rank's registered INPUT by plan rank (this rank's own, peers'
    *     through their mappings; 0 for ranks of other nodes)
    */
-  DevicePlanRunner(DeviceReducer kernels, CUstream stream, DeviceSync sync, int rank,
+  DevicePlanRunner(ReduceKernels reducers, CopyKernels copies, CUstream stream, DeviceSync sync, int rank,
       long[] input, long[] output) {
-    this.kernels = kernels;
+    this.reducers = reducers;
+    this.copies = copies;
     this.stream = stream;
     this.sync = sync;
     this.rank = rank;
@@ -64,7 +67,7 @@ final class DevicePlanRunner {
   Program compile(Plan plan, ReduceOp op) {
     List<Step> steps = plan.steps(rank);
     int es = plan.type().size();
-    int kernel = DeviceReducer.kernel(plan.type().name(), op == ReduceOp.AVG ? "sum"
+    int kernel = ReduceKernels.kernel(plan.type().name(), op == ReduceOp.AVG ? "sum"
         : op.name());
     int divisor = plan.size();
     String algo = plan.algorithm();
@@ -101,9 +104,9 @@ final class DevicePlanRunner {
             deadline, what));
       } else if (s instanceof Step.ReduceFrom r) {
         int[] peers = r.peers();
-        if (peers.length > DeviceReducer.MAX_INPUTS) {
+        if (peers.length > ReduceKernels.MAX_INPUTS) {
           throw new IllegalArgumentException("a device reduce reads at most "
-              + DeviceReducer.MAX_INPUTS + " peers; this node has " + peers.length + " ranks");
+              + ReduceKernels.MAX_INPUTS + " peers; this node has " + peers.length + " ranks");
         }
         long[] src = new long[peers.length];
         for (int k = 0; k < peers.length; k++) {
@@ -112,23 +115,23 @@ final class DevicePlanRunner {
         long dst = output[rank] + off;
         long count = s.count();
         boolean finish = r.finish() && op == ReduceOp.AVG;
-        ops.add((base, parity, deadline) -> kernels.reduce(kernel, dst, src, src.length, count,
+        ops.add((base, parity, deadline) -> reducers.reduce(kernel, dst, src, src.length, count,
             finish, divisor, stream));
       } else if (s instanceof Step.Copy c) {
         long[] src = {input[rank] + off};
         long dst = output[rank] + off;
         long count = s.count();
         boolean finish = c.finish() && op == ReduceOp.AVG;
-        ops.add((base, parity, deadline) -> kernels.reduce(kernel, dst, src, 1, count, finish,
+        ops.add((base, parity, deadline) -> reducers.reduce(kernel, dst, src, 1, count, finish,
             divisor, stream));
       } else if (s instanceof Step.CopyFrom) {
-        long[] src = new long[DeviceReducer.MAX_INPUTS];
-        long[] dst = new long[DeviceReducer.MAX_INPUTS];
-        long[] bytes = new long[DeviceReducer.MAX_INPUTS];
+        long[] src = new long[ReduceKernels.MAX_INPUTS];
+        long[] dst = new long[ReduceKernels.MAX_INPUTS];
+        long[] bytes = new long[ReduceKernels.MAX_INPUTS];
         int n = 0;
         int j = i;
         while (j < steps.size() && steps.get(j) instanceof Step.CopyFrom cf
-            && n < DeviceReducer.MAX_INPUTS) {
+            && n < ReduceKernels.MAX_INPUTS) {
           long o = cf.offset() * es;
           src[n] = (cf.buf() == Buf.INPUT ? input : output)[cf.peer()] + o;
           dst[n] = output[rank] + o;
@@ -137,7 +140,7 @@ final class DevicePlanRunner {
           j++;
         }
         int segments = n;
-        ops.add((base, parity, deadline) -> kernels.copy(src, dst, bytes, segments, stream));
+        ops.add((base, parity, deadline) -> copies.copy(src, dst, bytes, segments, stream));
         i = j - 1;
       } else {
         throw new IllegalArgumentException("rank " + rank + ": " + algo + " has a message step ("

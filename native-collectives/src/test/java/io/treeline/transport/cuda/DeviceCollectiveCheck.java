@@ -150,7 +150,7 @@ public final class DeviceCollectiveCheck {
     // (a context of our own stays alive throughout, so that creating and destroying contexts,
     // which costs hundreds of MiB each, is not what the numbers measure)
     Duration t = Duration.ofSeconds(60);
-    try (io.treeline.kernels.DeviceReducer keep = new io.treeline.kernels.DeviceReducer(
+    try (io.treeline.kernels.CudaModule keep = new io.treeline.kernels.CudaModule(
         opts.ordinal())) {
       leaks(boot, opts, t);
     }

@@ -2,7 +2,7 @@ package io.treeline.transport.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.treeline.kernels.DeviceReducer;
+import io.treeline.kernels.CudaModule;
 import io.treeline.launch.ProcessLauncher;
 import io.treeline.testing.RankProcesses;
 import java.util.List;
@@ -22,7 +22,7 @@ class DeviceCollectivesTest {
 
   @BeforeAll
   static void gpu() {
-    try (DeviceReducer k = new DeviceReducer(0)) {
+    try (CudaModule k = new CudaModule(0)) {
       // a context and the kernels load: there is a GPU
     } catch (Throwable t) {
       Assumptions.assumeTrue(false, "no usable GPU here: " + t);

@@ -25,8 +25,9 @@ import org.junit.jupiter.api.Test;
  * Runs on a machine with an NVIDIA GPU (scripts/device/run-gpu-tests.sh on the lent H200);
  * skipped, saying why, where there is no CUDA driver.
  */
-class DeviceReducerTest {
-  private static DeviceReducer reducer;
+class ReduceKernelsTest {
+  private static CudaModule module;
+  private static ReduceKernels reducer;
   private static final List<String> TYPES = List.of("f32", "f64", "f16", "bf16", "i32", "i64",
       "u8");
   private static final List<String> OPS = List.of("sum", "prod", "min", "max", "avg");
@@ -34,7 +35,8 @@ class DeviceReducerTest {
   @BeforeAll
   static void gpu() throws Exception {
     try {
-      reducer = new DeviceReducer(0);
+      module = new CudaModule(0);
+      reducer = new ReduceKernels(module);
     } catch (Throwable t) {
       Assumptions.assumeTrue(false, "no usable GPU here: " + t);
     }
@@ -42,8 +44,8 @@ class DeviceReducerTest {
 
   @AfterAll
   static void release() {
-    if (reducer != null) {
-      reducer.close();
+    if (module != null) {
+      module.close();
     }
   }
 
