@@ -2,3 +2,4 @@
 #include "common.cuh"
 #include "reduce.cuh"
 #include "peer.cuh"
+#include "training.cuh"

@@ -1,0 +1,309 @@
+package io.treeline.kernels;
+
+import static jcuda.driver.JCudaDriver.cuCtxSynchronize;
+import static jcuda.driver.JCudaDriver.cuMemAlloc;
+import static jcuda.driver.JCudaDriver.cuMemFree;
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
+import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import jcuda.Pointer;
+import jcuda.Sizeof;
+import jcuda.driver.CUdeviceptr;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every training kernel against a float64 host reference on random data of odd shapes. Runs on
+ * a machine with an NVIDIA GPU (scripts/device/run-train-gpu.sh); skipped, saying why, without
+ * a CUDA driver.
+ */
+class TrainingKernelsTest {
+  private static CudaModule module;
+  private static TrainingKernels k;
+  private final List<CUdeviceptr> allocated = new ArrayList<>();
+
+  @BeforeAll
+  static void gpu() {
+    try {
+      module = new CudaModule(0);
+      k = new TrainingKernels(module);
+    } catch (Throwable t) {
+      Assumptions.assumeTrue(false, "no usable GPU here: " + t);
+    }
+  }
+
+  @AfterAll
+  static void release() {
+    if (module != null) {
+      module.close();
+    }
+  }
+
+  @AfterEach
+  void free() {
+    for (CUdeviceptr p : allocated) {
+      cuMemFree(p);
+    }
+    allocated.clear();
+  }
+
+  private long up(float[] a) {
+    CUdeviceptr p = alloc(Math.max(1, a.length) * (long) Sizeof.FLOAT);
+    if (a.length > 0) {
+      cuMemcpyHtoD(p, Pointer.to(a), a.length * (long) Sizeof.FLOAT);
+    }
+    return DevicePointers.address(p);
+  }
+
+  private long up(byte[] a) {
+    CUdeviceptr p = alloc(Math.max(1, a.length));
+    cuMemcpyHtoD(p, Pointer.to(a), a.length);
+    return DevicePointers.address(p);
+  }
+
+  private long up(int[] a) {
+    CUdeviceptr p = alloc(Math.max(1, a.length) * 4L);
+    cuMemcpyHtoD(p, Pointer.to(a), a.length * 4L);
+    return DevicePointers.address(p);
+  }
+
+  private CUdeviceptr alloc(long bytes) {
+    CUdeviceptr p = new CUdeviceptr();
+    cuMemAlloc(p, bytes);
+    allocated.add(p);
+    return p;
+  }
+
+  private static float[] down(long address, int n) {
+    float[] a = new float[n];
+    cuCtxSynchronize();
+    if (n > 0) {
+      cuMemcpyDtoH(Pointer.to(a), DevicePointers.at(address), n * (long) Sizeof.FLOAT);
+    }
+    return a;
+  }
+
+  private static float[] random(Random r, int n, float scale) {
+    float[] a = new float[n];
+    for (int i = 0; i < n; i++) {
+      a[i] = (float) (r.nextGaussian() * scale);
+    }
+    return a;
+  }
+
+  /**
+   * TF32 keeps 10 of f32's 23 mantissa bits: each input is rounded with relative error at most
+   * 2^-11, so each product is within 2^-10 of its exact value relative to |a||b|; the f32 sum of
+   * k terms adds at most k 2^-24 of the sum of magnitudes. ReLU and the mask are 1-Lipschitz /
+   * exact, so the same bound holds after the epilogue.
+   */
+  static double tf32Tolerance(double magnitude, int k) {
+    return (Math.scalb(1.0, -10) + k * Math.scalb(1.0, -24)) * magnitude + 1e-6;
+  }
+
+  @Test
+  void gemmOfEveryLayoutAndOddShapeMatchesTheFloat64Product() {
+    int[][] shapes = {{1, 1, 1}, {7, 33, 257}, {33, 7, 784}, {257, 10, 128}, {64, 64, 16},
+        {1, 257, 7}, {65, 129, 63}, {5, 3, 0}, {128, 256, 784}};
+    Random r = new Random(14);
+    int checked = 0;
+    for (int[] s : shapes) {
+      int m = s[0];
+      int n = s[1];
+      int kk = s[2];
+      for (int layout = 0; layout < 4; layout++) {
+        boolean ta = (layout & 1) != 0;
+        boolean tb = (layout & 2) != 0;
+        boolean withBias = layout != 1;
+        boolean relu = layout == 0 || layout == 3;
+        boolean masked = layout == 2;
+        int pad = 3; // leading dimensions wider than the rows: strides are honoured
+        int lda = (ta ? m : kk) + pad;
+        int ldb = (tb ? kk : n) + pad;
+        int ldc = n + 1;
+        float[] a = random(r, (ta ? kk : m) * lda, 1f);
+        float[] b = random(r, (tb ? n : kk) * ldb, 1f);
+        float[] bias = random(r, n, 1f);
+        float[] mask = new float[m * n];
+        for (int i = 0; i < mask.length; i++) {
+          mask[i] = r.nextBoolean() ? r.nextFloat() + 0.01f : 0f;
+        }
+        long dc = up(new float[m * ldc]);
+        k.gemm(up(a), ta, lda, up(b), tb, ldb, dc, ldc, m, n, kk, withBias ? up(bias) : 0, relu,
+            masked ? up(mask) : 0, n, null);
+        float[] c = down(dc, m * ldc);
+        for (int i = 0; i < m; i++) {
+          for (int j = 0; j < n; j++) {
+            double ref = withBias ? bias[j] : 0;
+            double mag = Math.abs(ref);
+            for (int q = 0; q < kk; q++) {
+              double av = ta ? a[q * lda + i] : a[i * lda + q];
+              double bv = tb ? b[j * ldb + q] : b[q * ldb + j];
+              ref += av * bv;
+              mag += Math.abs(av * bv);
+            }
+            if (relu) {
+              ref = Math.max(ref, 0);
+            }
+            if (masked && !(mask[i * n + j] > 0f)) {
+              ref = 0;
+            }
+            double got = c[i * ldc + j];
+            if (!(Math.abs(got - ref) <= tf32Tolerance(mag, kk))) {
+              fail("C[" + i + "," + j + "] of " + m + "x" + n + "x" + kk + " transA " + ta
+                  + " transB " + tb + ": " + got + " vs " + ref);
+            }
+            checked++;
+          }
+        }
+      }
+    }
+    assertTrue(checked > 100_000, "checked " + checked);
+  }
+
+  @Test
+  void columnSumsMatchTheFloat64Sums() {
+    Random r = new Random(3);
+    for (int[] s : new int[][] {{1, 1}, {257, 33}, {128, 10}, {0, 7}}) {
+      int m = s[0];
+      int n = s[1];
+      int ld = n + 5;
+      float[] x = random(r, m * ld, 1f);
+      long out = up(new float[n]);
+      k.columnSums(up(x), m, n, ld, out, null);
+      float[] got = down(out, n);
+      for (int j = 0; j < n; j++) {
+        double ref = 0;
+        double mag = 0;
+        for (int i = 0; i < m; i++) {
+          ref += x[i * ld + j];
+          mag += Math.abs(x[i * ld + j]);
+        }
+        assertEquals(ref, got[j], m * Math.scalb(mag, -24) + 1e-7, "column " + j + " of " + m);
+      }
+    }
+  }
+
+  @Test
+  void softmaxCrossEntropyGradientLossAndHitsMatchTheFloat64Reference() {
+    Random r = new Random(5);
+    for (int[] s : new int[][] {{1, 7}, {257, 10}, {128, 10}, {1000, 3}}) {
+      int m = s[0];
+      int c = s[1];
+      float[] z = random(r, m * c, 3f);
+      byte[] y = new byte[m];
+      for (int i = 0; i < m; i++) {
+        y[i] = (byte) r.nextInt(c);
+      }
+      float scale = 1f / m;
+      long dz = up(new float[m * c]);
+      long stats = up(new float[2]);
+      k.softmaxCrossEntropy(up(z), up(y), m, c, dz, scale, stats, 1f / m, null);
+      float[] g = down(dz, m * c);
+      float[] st = down(stats, 2);
+      double loss = 0;
+      int hits = 0;
+      for (int i = 0; i < m; i++) {
+        double mx = Double.NEGATIVE_INFINITY;
+        int arg = 0;
+        for (int j = 0; j < c; j++) {
+          if (z[i * c + j] > mx) {
+            mx = z[i * c + j];
+            arg = j;
+          }
+        }
+        double sum = 0;
+        for (int j = 0; j < c; j++) {
+          sum += Math.exp(z[i * c + j] - mx);
+        }
+        loss += Math.log(sum) - (z[i * c + y[i]] - mx);
+        hits += arg == y[i] ? 1 : 0;
+        for (int j = 0; j < c; j++) {
+          double ref = (Math.exp(z[i * c + j] - mx) / sum - (j == y[i] ? 1 : 0)) * scale;
+          // __expf is within a few ulp for arguments this size: 1e-5 of a probability
+          assertEquals(ref, g[i * c + j], 1e-5 * scale, "dZ[" + i + "," + j + "]");
+        }
+      }
+      assertEquals(loss / m, st[0], 1e-5 * Math.max(1, loss / m), "mean loss of " + m);
+      assertEquals(hits, st[1], 0.0, "hits of " + m);
+    }
+  }
+
+  @Test
+  void sgdWithMomentumMatchesTheFloat64UpdateAndAddsTheStepFigures() {
+    Random r = new Random(9);
+    int n = 100_003;
+    float[] w = random(r, n, 1f);
+    float[] v = random(r, n, 0.1f);
+    float[] g = random(r, n + 2, 0.1f);
+    float lr = 0.05f;
+    float mu = 0.9f;
+    long dw = up(w);
+    long dv = up(v);
+    CUdeviceptr stats = alloc(16);
+    cuMemcpyHtoD(stats, Pointer.to(new double[] {1.5, 2}), 16);
+    k.sgdMomentum(dw, dv, up(g), n, lr, mu, DevicePointers.address(stats), null);
+    float[] w2 = down(dw, n);
+    float[] v2 = down(dv, n);
+    for (int i = 0; i < n; i++) {
+      double vr = (double) mu * v[i] + g[i];
+      double wr = w[i] - (double) lr * vr;
+      // two f32 roundings (or one, fused) of values of this size
+      assertEquals(vr, v2[i], 2e-7 * (Math.abs(mu * v[i]) + Math.abs(g[i])) + 1e-12, "v " + i);
+      assertEquals(wr, w2[i], 2e-7 * (Math.abs(w[i]) + Math.abs(lr * vr)) + 1e-12, "w " + i);
+    }
+    double[] st = new double[2];
+    cuMemcpyDtoH(Pointer.to(st), stats, 16);
+    assertEquals(1.5 + g[n], st[0], 1e-12);
+    assertEquals(2 + g[n + 1], st[1], 1e-12);
+  }
+
+  @Test
+  void gatherTakesTheSamplesThePermutationNamesAndScalesThem() {
+    Random r = new Random(11);
+    int samples = 301;
+    int pixels = 784;
+    byte[] images = new byte[samples * pixels];
+    r.nextBytes(images);
+    byte[] labels = new byte[samples];
+    for (int i = 0; i < samples; i++) {
+      labels[i] = (byte) r.nextInt(10);
+    }
+    int[] order = new int[samples];
+    for (int i = 0; i < samples; i++) {
+      order[i] = (i * 97 + 13) % samples; // 97 is prime to 301: a permutation
+    }
+    long dImages = up(images);
+    long dLabels = up(labels);
+    long dOrder = up(order);
+    for (boolean permuted : new boolean[] {true, false}) {
+      int m = 37;
+      int base = 5;
+      int stride = 3;
+      long x = up(new float[m * pixels]);
+      CUdeviceptr y = alloc(m);
+      k.gatherBatch(dImages, dLabels, permuted ? dOrder : 0, base, stride, m, pixels, x,
+          DevicePointers.address(y), null);
+      float[] got = down(x, m * pixels);
+      byte[] gotY = new byte[m];
+      cuMemcpyDtoH(Pointer.to(gotY), y, m);
+      for (int q = 0; q < m; q++) {
+        int idx = permuted ? order[base + q * stride] : base + q * stride;
+        assertEquals(labels[idx], gotY[q], "label " + q);
+        for (int p = 0; p < pixels; p++) {
+          assertEquals((images[idx * pixels + p] & 0xFF) / 255f, got[q * pixels + p], 1e-7f,
+              "pixel " + p + " of sample " + q);
+        }
+      }
+    }
+  }
+}
