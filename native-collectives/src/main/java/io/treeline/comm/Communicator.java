@@ -4,10 +4,10 @@ import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
-import io.treeline.exec.CallDescriptor;
 import io.treeline.exec.CollectiveException;
+import io.treeline.exec.HostPeerMemory;
+import io.treeline.exec.NetworkLink;
 import io.treeline.exec.PlanRunner;
-import io.treeline.exec.RankTransport;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.Buf;
 import io.treeline.plan.Plan;
@@ -16,15 +16,11 @@ import io.treeline.plan.Topology;
 import io.treeline.plan.TreeBroadcast;
 import io.treeline.plan.TwoShot;
 import io.treeline.reduce.HostReducer;
-import io.treeline.transport.shm.PeerFlags;
-import io.treeline.transport.shm.SharedSegment;
-import io.treeline.transport.tcp.PeerLinks;
+import io.treeline.transport.TransportProvider;
+import io.treeline.transport.shm.ShmTransport;
+import io.treeline.transport.tcp.TcpTransport;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -62,12 +58,11 @@ public final class Communicator implements AutoCloseable {
   private final int rank;
   private final int planRank;
   private final int[] planOf;
-  private final SharedSegment own;
-  private final SharedSegment[] segments;
-  private final long[] pids;
-  private final PeerLinks links;
+  private final HostPeerMemory memory;
+  private final NetworkLink network;
+  private final ByteBuffer ownInput;
+  private final ByteBuffer ownOutput;
   private final ExecutorService worker;
-  private final Transport transport;
   private final PlanRunner runner;
   private final HostReducer copier = new HostReducer();
   private final Map<String, Plan> plans = new HashMap<>();
@@ -76,19 +71,18 @@ public final class Communicator implements AutoCloseable {
   private long sequence;
 
   private Communicator(Bootstrap bootstrap, CommConfig config, Topology topology, int[] planOf,
-      SharedSegment own, SharedSegment[] segments, long[] pids, PeerLinks links) {
+      HostPeerMemory memory, NetworkLink network) {
     this.bootstrap = bootstrap;
     this.config = config;
     this.topology = topology;
     this.rank = bootstrap.rank();
     this.planOf = planOf;
     this.planRank = planOf[rank];
-    this.own = own;
-    this.segments = segments;
-    this.pids = pids;
-    this.links = links;
-    this.transport = new Transport(); // after the fields it reads
-    this.runner = new PlanRunner(transport, topology.maxLocalSize());
+    this.memory = memory;
+    this.network = network;
+    this.ownInput = memory.buffer(planRank, Buf.INPUT);
+    this.ownOutput = memory.buffer(planRank, Buf.OUTPUT);
+    this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier);
     this.worker = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "treeline-comm-" + bootstrap.rank());
       t.setDaemon(true);
@@ -96,77 +90,84 @@ public final class Communicator implements AutoCloseable {
     });
   }
 
-  /** Set up a communicator over all ranks of {@code bootstrap}; collective: every rank calls it. */
+  /**
+   * Set up a communicator over all ranks of {@code bootstrap} on the host transports: shared
+   * memory inside a node ({@link ShmTransport}), TCP across nodes ({@link TcpTransport}).
+   * Collective: every rank calls it.
+   */
   public static Communicator create(Bootstrap bootstrap, CommConfig config) {
+    return create(bootstrap, config, new ShmTransport(config.segmentBytes()),
+        new TcpTransport((int) config.plan().chunkBytes(), config.slotsPerLane(), null));
+  }
+
+  /**
+   * Set up a communicator over the given transports: peer memory for the ranks of a node, a
+   * network link for messages between any two ranks. Each rank opens both, the ranks all-gather
+   * their addresses through {@code bootstrap}, agree on the {@link Topology}, and connect.
+   * Collective: every rank calls it with the same kinds of transport.
+   */
+  public static Communicator create(Bootstrap bootstrap, CommConfig config,
+      TransportProvider<? extends HostPeerMemory> memoryProvider,
+      TransportProvider<? extends NetworkLink> networkProvider) {
     int rank = bootstrap.rank();
     int n = bootstrap.size();
     Duration timeout = config.timeout();
-    ServerSocketChannel listener = null;
-    SharedSegment own = null;
-    SharedSegment[] segs = new SharedSegment[n];
-    PeerLinks links = null;
+    TransportProvider.Local local = new TransportProvider.Local(rank, n, bootstrap.secret(),
+        timeout);
+    TransportProvider.Pending<? extends HostPeerMemory> pendingMemory = null;
+    TransportProvider.Pending<? extends NetworkLink> pendingNetwork = null;
+    HostPeerMemory memory = null;
+    NetworkLink network = null;
     try {
-      String host = bindHost();
-      listener = ServerSocketChannel.open();
-      listener.bind(new InetSocketAddress(InetAddress.getByName(host), 0), 1024);
-      int port = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+      pendingMemory = memoryProvider.open(local);
+      pendingNetwork = networkProvider.open(local);
       long pid = ProcessHandle.current().pid();
-      Path path = SharedSegment.directory().resolve("treeline-"
-          + SharedSegment.jobTag(bootstrap.secret()) + "-r" + rank + "-p" + pid);
-      own = SharedSegment.create(path, rank, config.segmentBytes());
-      PeerInfo me = new PeerInfo(rank, bootstrap.nodeId(), host, port, pid, path.toString());
+      PeerInfo me = new PeerInfo(rank, bootstrap.nodeId(), pid, pendingMemory.address(),
+          pendingNetwork.address());
       byte[][] all = bootstrap.allGather(me.encode(), timeout);
       PeerInfo[] infos = new PeerInfo[n];
+      String[] nodeIds = new String[n];
       for (int r = 0; r < n; r++) {
         infos[r] = PeerInfo.decode(all[r]);
         if (infos[r].rank() != r) {
           throw new BootstrapException("rank " + rank + ": the bootstrap gave rank " + r
               + "'s slot to rank " + infos[r].rank());
         }
-      }
-      String[] nodeIds = new String[n];
-      for (int r = 0; r < n; r++) {
         nodeIds[r] = infos[r].node();
       }
       RankLayout layout = RankLayout.of(nodeIds);
       Topology topo = layout.topology();
       int[] planOf = layout.planOf();
       int[] bootOf = layout.bootOf();
-      int mine = planOf[rank];
       long[] pids = new long[n];
-      InetSocketAddress[] addrs = new InetSocketAddress[n];
+      byte[][] memoryAddrs = new byte[n][];
+      byte[][] networkAddrs = new byte[n][];
       for (int p = 0; p < n; p++) {
         PeerInfo info = infos[bootOf[p]];
         pids[p] = info.pid();
-        addrs[p] = new InetSocketAddress(info.host(), info.port());
-        if (p == mine) {
-          segs[p] = own;
-        } else if (topo.sameNode(p, mine)) {
-          segs[p] = SharedSegment.open(Path.of(info.segment()), info.rank());
-        }
+        memoryAddrs[p] = info.memory();
+        networkAddrs[p] = info.network();
       }
-      bootstrap.barrier(timeout); // every local peer has mapped our segment
-      own.unlink();
-      links = new PeerLinks(mine, bootstrap.secret(), listener, addrs,
-          (int) config.plan().chunkBytes(), config.slotsPerLane(), timeout);
-      return new Communicator(bootstrap, config, topo, planOf, own, segs, pids, links);
+      Runnable barrier = () -> bootstrap.barrier(timeout);
+      memory = pendingMemory.connect(new TransportProvider.Peers(topo, planOf[rank],
+          memoryAddrs, pids, barrier, timeout));
+      pendingMemory = null;
+      network = pendingNetwork.connect(new TransportProvider.Peers(topo, planOf[rank],
+          networkAddrs, pids, barrier, timeout));
+      pendingNetwork = null;
+      return new Communicator(bootstrap, config, topo, planOf, memory, network);
     } catch (IOException | RuntimeException e) {
-      if (links != null) {
-        links.close();
-      } else if (listener != null) {
-        try {
-          listener.close();
-        } catch (IOException ignored) {
-          // closing anyway
-        }
+      if (network != null) {
+        network.close();
       }
-      for (SharedSegment s : segs) {
-        if (s != null) {
-          s.close();
-        }
+      if (pendingNetwork != null) {
+        pendingNetwork.close();
       }
-      if (own != null) {
-        own.close();
+      if (memory != null) {
+        memory.close();
+      }
+      if (pendingMemory != null) {
+        pendingMemory.close();
       }
       if (e instanceof BootstrapException b) {
         throw b;
@@ -174,18 +175,6 @@ public final class Communicator implements AutoCloseable {
       throw new BootstrapException("rank " + rank + ": cannot set up the communicator: " + e,
           e);
     }
-  }
-
-  private static String bindHost() throws IOException {
-    String forced = System.getenv("TREELINE_ADDR");
-    if (forced != null && !forced.isBlank()) {
-      return forced.trim();
-    }
-    String master = System.getenv("TREELINE_MASTER_ADDR");
-    if (master != null && InetAddress.getByName(master).isLoopbackAddress()) {
-      return "127.0.0.1";
-    }
-    return InetAddress.getLocalHost().getHostAddress();
   }
 
   // ---- who is who ----------------------------------------------------------------------------
@@ -230,7 +219,7 @@ public final class Communicator implements AutoCloseable {
 
   /** Connections refused at this rank for a wrong secret or a bad frame. */
   public int refusedConnections() {
-    return links.refusedConnections();
+    return network.refusedConnections();
   }
 
   // ---- collectives ---------------------------------------------------------------------------
@@ -363,8 +352,8 @@ public final class Communicator implements AutoCloseable {
       broken = e;
       CommStats.failed();
       String reason = "rank " + rank + " failed: " + e.getMessage();
-      own.abort(reason);
-      links.abort(reason);
+      memory.abort(reason);
+      network.abort(reason);
       LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": collective failed, telling the "
           + "peers: " + e.getMessage());
     }
@@ -391,13 +380,13 @@ public final class Communicator implements AutoCloseable {
   private void runOne(Plan plan, ByteBuffer in, long inOff, ByteBuffer out, long outOff,
       long count, DataType type, ReduceOp op) {
     if (count > 0) {
-      copier.copy(type, op, in, inOff, own.input(), 0, count, false, 1);
+      copier.copy(type, op, in, inOff, ownInput, 0, count, false, 1);
     }
     long t0 = System.nanoTime();
-    runner.run(plan, ++sequence, own.input(), own.output(), op, config.timeout());
+    runner.run(plan, ++sequence, 0, op, config.timeout());
     CommStats.record(plan.algorithm(), plan.bytes(), System.nanoTime() - t0);
     if (count > 0) {
-      copier.copy(type, op, own.output(), 0, out, outOff, count, false, 1);
+      copier.copy(type, op, ownOutput, 0, out, outOff, count, false, 1);
     }
   }
 
@@ -413,10 +402,11 @@ public final class Communicator implements AutoCloseable {
     if (broken == null) {
       // a peer still waiting on this rank (its task failed outside a collective) fails now
       // instead of at its timeout; a peer that finished our last call never looks again
-      own.abort("rank " + rank + " closed its communicator (its task ended)");
-      links.abort("rank " + rank + " closed its communicator (its task ended)");
+      String reason = "rank " + rank + " closed its communicator (its task ended)";
+      memory.abort(reason);
+      network.abort(reason);
     }
-    links.close(); // wakes a collective blocked on the network
+    network.close(); // wakes a collective blocked on the network
     worker.shutdown();
     boolean stopped;
     try {
@@ -432,64 +422,6 @@ public final class Communicator implements AutoCloseable {
           + "stop; leaving its shared memory mapped");
       return;
     }
-    for (SharedSegment s : segments) {
-      if (s != null) {
-        s.close();
-      }
-    }
-  }
-
-  /** The transport the plan runner sees: plan ranks, shm for flags and peers, TCP for messages. */
-  private final class Transport implements RankTransport {
-    private final PeerFlags flags = new PeerFlags(planRank, segments, pids, config.timeout(),
-        () -> closed);
-
-    @Override
-    public int rank() {
-      return planRank;
-    }
-
-    @Override
-    public void send(int peer, int lane, ByteBuffer src, long offset, long bytes, long deadline,
-        String phase) {
-      links.send(peer, lane, src, offset, bytes, deadline, phase);
-    }
-
-    @Override
-    public ByteBuffer receive(int peer, int lane, long bytes, long deadline, String phase) {
-      return links.receive(peer, lane, bytes, deadline, phase);
-    }
-
-    @Override
-    public void release(int peer, int lane) {
-      links.release(peer, lane, System.nanoTime() + config.timeout().toNanos(), "release");
-    }
-
-    private long callSequence;
-    private CallDescriptor call;
-
-    @Override
-    public void beginCall(long sequence, CallDescriptor descriptor) {
-      callSequence = sequence;
-      call = descriptor;
-      own.beginCall(sequence, descriptor.count(), descriptor.meta());
-      links.beginCall(sequence, descriptor.count(), descriptor.meta());
-    }
-
-    @Override
-    public void signal(long value) {
-      own.signal(value);
-    }
-
-    @Override
-    public void await(int peer, long value, long deadline, String phase) {
-      flags.await(peer, value, deadline, phase, callSequence, call);
-    }
-
-    @Override
-    public ByteBuffer peerBuffer(int peer, Buf buf) {
-      SharedSegment s = segments[peer];
-      return buf == Buf.INPUT ? s.input() : s.output();
-    }
+    memory.close();
   }
 }

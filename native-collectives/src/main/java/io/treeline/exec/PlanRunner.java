@@ -10,8 +10,16 @@ import java.time.Duration;
 import java.util.List;
 
 /**
- * Executes one rank's steps of a plan on real bytes, over a {@link RankTransport}, with the
- * host reducer. One per rank; after construction a run allocates nothing.
+ * Executes one rank's steps of a plan on host memory: peer-memory steps ({@code ReduceFrom},
+ * {@code CopyFrom}, {@code Signal}, {@code Wait}) over a {@link HostPeerMemory}, message steps
+ * ({@code Send}, {@code RecvReduce}, {@code RecvCopy}) over a {@link NetworkLink}, arithmetic
+ * with the {@link HostReducer}. The runner knows no transport: shared memory and TCP, threads of
+ * one JVM, or a future RDMA link all plug in below it. One per rank; after construction a run
+ * allocates nothing.
+ *
+ * <p>The plan's buffers are this rank's registered INPUT and OUTPUT of the peer memory, from
+ * byte {@code base}: a caller whose data already sits in the registered buffers (a gradient
+ * bucket placed there) runs in place, others copy in and out around {@link #run}.
  *
  * <p>Flags carry {@code sequence * PHASES + phase}, so that they only grow across the
  * collectives of a communicator and a late peer can never be mistaken for an early one.
@@ -20,66 +28,80 @@ public final class PlanRunner {
   /** Phases a plan may use per collective (Step.Signal phases 1..PHASES-1). */
   public static final int PHASES = 8;
 
-  private final RankTransport transport;
-  private final HostReducer reducer = new HostReducer();
+  private final HostPeerMemory memory;
+  private final NetworkLink network;
+  private final int rank;
+  private final HostReducer reducer;
   private final ByteBuffer[] peerBufs;
   private final long[] peerOffsets;
 
-  public PlanRunner(RankTransport transport, int maxLocalRanks) {
-    this.transport = transport;
+  /**
+   * @param rank this rank in plan numbering (node-major)
+   * @param maxLocalRanks the most ranks of one node, bounding a {@code ReduceFrom}'s inputs
+   */
+  public PlanRunner(HostPeerMemory memory, NetworkLink network, int rank, int maxLocalRanks,
+      HostReducer reducer) {
+    this.memory = memory;
+    this.network = network;
+    this.rank = rank;
+    this.reducer = reducer;
     this.peerBufs = new ByteBuffer[maxLocalRanks];
     this.peerOffsets = new long[maxLocalRanks];
   }
 
+  public int rank() {
+    return rank;
+  }
+
   /**
-   * Run {@code plan}'s steps for this rank. {@code input} and {@code output} hold
-   * {@code plan.count()} elements from index 0, in native order; they must not overlap.
+   * Run {@code plan}'s steps for this rank on the registered buffers, elements from byte
+   * {@code base} of each (every local rank passes the same base).
    */
-  public void run(Plan plan, long sequence, ByteBuffer input, ByteBuffer output, ReduceOp op,
-      Duration timeout) {
-    int rank = transport.rank();
+  public void run(Plan plan, long sequence, long base, ReduceOp op, Duration timeout) {
     List<Step> steps = plan.steps(rank);
     int es = plan.type().size();
     int divisor = plan.size();
     long deadline = System.nanoTime() + timeout.toNanos();
     long flagBase = sequence * PHASES;
-    transport.beginCall(sequence, CallDescriptor.of(plan, op));
+    String phase = plan.algorithm();
+    CallDescriptor call = CallDescriptor.of(plan, op);
+    memory.beginCall(sequence, call);
+    network.beginCall(sequence, call);
+    ByteBuffer input = memory.buffer(rank, Buf.INPUT);
+    ByteBuffer output = memory.buffer(rank, Buf.OUTPUT);
     for (int i = 0; i < steps.size(); i++) {
       Step s = steps.get(i);
-      long off = s.offset() * es;
+      long off = base + s.offset() * es;
       long bytes = s.count() * es;
       if (s instanceof Step.Send x) {
-        transport.send(x.peer(), x.lane(), x.src() == Buf.INPUT ? input : output, off, bytes,
-            deadline, plan.algorithm());
+        network.send(x.peer(), x.lane(), x.src() == Buf.INPUT ? input : output, off, bytes,
+            deadline, phase);
       } else if (s instanceof Step.RecvReduce x) {
-        ByteBuffer msg = transport.receive(x.peer(), x.lane(), bytes, deadline,
-            plan.algorithm());
+        ByteBuffer msg = network.receive(x.peer(), x.lane(), bytes, deadline, phase);
         reducer.reduce2(plan.type(), op, x.acc() == Buf.INPUT ? input : output, off, msg, 0,
             output, off, s.count(), x.finish(), divisor);
-        transport.release(x.peer(), x.lane());
+        network.release(x.peer(), x.lane(), deadline, phase);
       } else if (s instanceof Step.RecvCopy x) {
-        ByteBuffer msg = transport.receive(x.peer(), x.lane(), bytes, deadline,
-            plan.algorithm());
+        ByteBuffer msg = network.receive(x.peer(), x.lane(), bytes, deadline, phase);
         reducer.copy(plan.type(), op, msg, 0, output, off, s.count(), false, divisor);
-        transport.release(x.peer(), x.lane());
+        network.release(x.peer(), x.lane(), deadline, phase);
       } else if (s instanceof Step.Copy x) {
         reducer.copy(plan.type(), op, input, off, output, off, s.count(), x.finish(), divisor);
       } else if (s instanceof Step.Signal x) {
-        transport.signal(flagBase + x.phase());
+        memory.signal(flagBase + x.phase());
       } else if (s instanceof Step.Wait x) {
-        transport.await(x.peer(), flagBase + x.phase(), deadline, plan.algorithm());
+        memory.await(x.peer(), flagBase + x.phase(), deadline, phase);
       } else if (s instanceof Step.ReduceFrom x) {
         int[] peers = x.peers();
         for (int k = 0; k < peers.length; k++) {
-          peerBufs[k] = peers[k] == rank ? (x.buf() == Buf.INPUT ? input : output)
-              : transport.peerBuffer(peers[k], x.buf());
+          peerBufs[k] = memory.buffer(peers[k], x.buf());
           peerOffsets[k] = off;
         }
         reducer.reduce(plan.type(), op, peerBufs, peerOffsets, peers.length, output, off,
             s.count(), x.finish(), divisor);
         java.util.Arrays.fill(peerBufs, 0, peers.length, null);
       } else if (s instanceof Step.CopyFrom x) {
-        reducer.copy(plan.type(), op, transport.peerBuffer(x.peer(), x.buf()), off, output, off,
+        reducer.copy(plan.type(), op, memory.buffer(x.peer(), x.buf()), off, output, off,
             s.count(), false, divisor);
       } else {
         throw new AssertionError(s);

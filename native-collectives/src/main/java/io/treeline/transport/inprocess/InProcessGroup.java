@@ -5,7 +5,9 @@ import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CollectiveException;
 import io.treeline.exec.PlanRunner;
-import io.treeline.exec.RankTransport;
+import io.treeline.exec.CallDescriptor;
+import io.treeline.exec.HostPeerMemory;
+import io.treeline.exec.NetworkLink;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.Buf;
 import io.treeline.plan.Plan;
@@ -117,7 +119,7 @@ public final class InProcessGroup implements AutoCloseable {
   }
 
   /** One rank: its collectives, its transport and its runner. Used by one thread only. */
-  public final class Rank implements RankTransport {
+  public final class Rank implements HostPeerMemory, NetworkLink {
     private final int rank;
     private final PlanRunner runner;
     private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
@@ -126,10 +128,10 @@ public final class InProcessGroup implements AutoCloseable {
 
     private Rank(int rank) {
       this.rank = rank;
-      this.runner = new PlanRunner(this, topology.maxLocalSize());
+      this.runner = new PlanRunner(this, this, rank, topology.maxLocalSize(),
+          new io.treeline.reduce.HostReducer());
     }
 
-    @Override
     public int rank() {
       return rank;
     }
@@ -176,7 +178,7 @@ public final class InProcessGroup implements AutoCloseable {
       registered[rank][Buf.INPUT.ordinal()] = in;
       registered[rank][Buf.OUTPUT.ordinal()] = out;
       try {
-        runner.run(plan, ++sequence, in, out, op, timeout);
+        runner.run(plan, ++sequence, 0, op, timeout);
       } catch (CollectiveException e) {
         fail(e);
         throw e;
@@ -226,7 +228,7 @@ public final class InProcessGroup implements AutoCloseable {
     }
 
     @Override
-    public void release(int peer, int lane) {
+    public void release(int peer, int lane, long deadline, String phase) {
       Channel ch = channel(peer, rank, lane);
       ch.counters.setRelease(PAD, ch.counters.getPlain(PAD) + 1);
     }
@@ -246,8 +248,29 @@ public final class InProcessGroup implements AutoCloseable {
     }
 
     @Override
-    public ByteBuffer peerBuffer(int peer, Buf buf) {
+    public ByteBuffer buffer(int peer, Buf buf) {
       return registered[peer][buf.ordinal()];
+    }
+
+    @Override
+    public long capacity() {
+      ByteBuffer in = registered[rank][Buf.INPUT.ordinal()];
+      return in == null ? 0 : in.capacity();
+    }
+
+    @Override
+    public void beginCall(long sequence, CallDescriptor call) {
+      // ranks of one group share the plan object they run; nothing to publish
+    }
+
+    @Override
+    public void abort(String reason) {
+      fail(new CollectiveException(rank, -1, "abort", reason, null));
+    }
+
+    @Override
+    public void close() {
+      // the group owns the channels and flags; InProcessGroup.close releases them
     }
 
     private void waitOrFail(int peer, long deadline, String phase, String what) {

@@ -56,7 +56,7 @@ public final class PeerFlags {
             + s.abortReason(), null);
       }
       if (closed.getAsBoolean()) {
-        throw new CollectiveException(rank, peer, phase, "the communicator was closed", null);
+        throw new CollectiveException(rank, peer, phase, "this rank aborted or closed its communicator", null);
       }
       if (System.nanoTime() - deadline > 0) {
         throw CollectiveException.timeout(rank, peer, phase + " #" + sequence, "local rank "

@@ -2,7 +2,9 @@ package io.treeline.transport.tcp;
 
 import io.treeline.bootstrap.Handshake;
 import io.treeline.exec.BackoffIdleStrategy;
+import io.treeline.exec.CallDescriptor;
 import io.treeline.exec.CollectiveException;
+import io.treeline.exec.NetworkLink;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -45,7 +47,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
  *         | payload (length bytes: DATA data, ABORT reason) |
  * </pre>
  */
-public final class PeerLinks implements AutoCloseable {
+public final class PeerLinks implements NetworkLink {
   public static final int MAX_LANES = 64;
   private static final int DATA = 1;
   private static final int CREDIT = 2;
@@ -101,6 +103,7 @@ public final class PeerLinks implements AutoCloseable {
   }
 
   /** Connections refused because they did not prove the secret. */
+  @Override
   public int refusedConnections() {
     return refused.get();
   }
@@ -108,6 +111,12 @@ public final class PeerLinks implements AutoCloseable {
   // ---- the rank thread's side ----------------------------------------------------------------
 
   /** The call the rank thread is entering; stamped on its frames and checked on receipt. */
+  @Override
+  public void beginCall(long sequence, CallDescriptor call) {
+    beginCall(sequence, call.count(), call.meta());
+  }
+
+  /** {@link #beginCall(long, CallDescriptor)} for callers that keep the descriptor unpacked. */
   public void beginCall(long sequence, long count, long meta) {
     callSequence = sequence;
     callCount = count;
@@ -115,6 +124,7 @@ public final class PeerLinks implements AutoCloseable {
   }
 
   /** Send {@code bytes} of {@code src} from {@code offset} on {@code lane}; rank thread only. */
+  @Override
   public void send(int peer, int lane, ByteBuffer src, long offset, long bytes, long deadline,
       String phase) {
     Link l = link(peer, deadline, phase);
@@ -139,6 +149,7 @@ public final class PeerLinks implements AutoCloseable {
   }
 
   /** The next message from {@code peer} on {@code lane}, valid until {@link #release}. */
+  @Override
   public ByteBuffer receive(int peer, int lane, long bytes, long deadline, String phase) {
     Link l = link(peer, deadline, phase);
     checkLane(peer, lane, phase);
@@ -175,6 +186,7 @@ public final class PeerLinks implements AutoCloseable {
   }
 
   /** Give the slot of the last receive back and return a credit to the sender. */
+  @Override
   public void release(int peer, int lane, long deadline, String phase) {
     Link l = links[peer];
     Lane in = l.lanes[lane];
@@ -368,6 +380,7 @@ public final class PeerLinks implements AutoCloseable {
    * Tell every linked peer that this rank's collective failed, and why; best effort, never
    * blocks beyond a short bounded write.
    */
+  @Override
   public void abort(String reason) {
     byte[] r = reason.getBytes(java.nio.charset.StandardCharsets.UTF_8);
     int n = Math.min(r.length, MAX_REASON);
