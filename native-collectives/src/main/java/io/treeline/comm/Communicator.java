@@ -2,6 +2,7 @@ package io.treeline.comm;
 
 import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
+import io.treeline.bootstrap.InProcessBootstrap;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.CollectiveException;
@@ -17,6 +18,7 @@ import io.treeline.plan.TreeBroadcast;
 import io.treeline.plan.TwoShot;
 import io.treeline.reduce.HostReducer;
 import io.treeline.transport.TransportProvider;
+import io.treeline.transport.inprocess.InProcessTransport;
 import io.treeline.transport.shm.ShmTransport;
 import io.treeline.transport.tcp.TcpTransport;
 import java.io.IOException;
@@ -175,6 +177,54 @@ public final class Communicator implements AutoCloseable {
       throw new BootstrapException("rank " + rank + ": cannot set up the communicator: " + e,
           e);
     }
+  }
+
+  /**
+   * Communicators for ranks that are threads of this JVM, on simulated nodes of
+   * {@code ranksPerNode[i]} ranks each (node-major): the same communicator, plans and checks as
+   * across processes, over in-process transports. For tests, and the benchmark's thread mode.
+   * Each returned communicator is used by one thread; close all of them.
+   */
+  public static Communicator[] inProcess(CommConfig config, int... ranksPerNode) {
+    InProcessBootstrap[] boots = InProcessBootstrap.nodes(ranksPerNode);
+    int n = boots.length;
+    InProcessTransport transport = new InProcessTransport(n, config.segmentBytes(),
+        (int) config.plan().chunkBytes(), config.slotsPerLane(), config.timeout());
+    Communicator[] comms = new Communicator[n];
+    Throwable[] errors = new Throwable[n];
+    Thread[] threads = new Thread[n];
+    for (int r = 0; r < n; r++) {
+      int rank = r;
+      threads[r] = new Thread(() -> {
+        try {
+          comms[rank] = create(boots[rank], config, transport.memory(), transport.network());
+        } catch (Throwable e) {
+          errors[rank] = e;
+          boots[rank].close(); // the others fail at once instead of at the timeout
+        }
+      }, "treeline-inprocess-setup-" + r);
+      threads[r].start();
+    }
+    for (Thread t : threads) {
+      try {
+        t.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new BootstrapException("interrupted while setting up in-process ranks", e);
+      }
+    }
+    for (int r = 0; r < n; r++) {
+      if (errors[r] != null) {
+        for (Communicator c : comms) {
+          if (c != null) {
+            c.close();
+          }
+        }
+        throw new BootstrapException("in-process rank " + r + " failed to set up: "
+            + errors[r].getMessage(), errors[r]);
+      }
+    }
+    return comms;
   }
 
   // ---- who is who ----------------------------------------------------------------------------

@@ -9,7 +9,6 @@ import io.treeline.plan.Algorithm;
 import io.treeline.plan.AlgorithmSelector;
 import io.treeline.plan.PlanConfig;
 import io.treeline.plan.Topology;
-import io.treeline.transport.inprocess.InProcessGroup;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
@@ -20,8 +19,6 @@ import java.time.Duration;
 import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CyclicBarrier;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -113,22 +110,24 @@ final class BenchCommand {
         failure.set(e);
       }
     } else {
-      header(out, "in-process (ranks as threads of one JVM)", topo, type, op, iters, warmup);
-      int n = topo.size();
-      Topology t = topo;
-      try (InProcessGroup group = new InProcessGroup(topo, cfg, timeout)) {
-        SharedStats stats = new SharedStats(n);
+      header(out, "in-process (ranks as threads of one JVM, the same communicator)", topo,
+          type, op, iters, warmup);
+      int[] layout = new int[topo.nodes()];
+      java.util.Arrays.fill(layout, topo.localSize(0));
+      Communicator[] comms = Communicator.inProcess(CommConfig.DEFAULT.withTimeout(timeout)
+          .withPlan(cfg), layout);
+      try {
         List<Thread> threads = new ArrayList<>();
-        for (int r = 0; r < n; r++) {
-          Backend b = new ThreadBackend(group.rank(r), t, stats, timeout);
+        for (Communicator c : comms) {
+          Backend b = new CommBackend(c);
           Thread th = new Thread(() -> {
             try {
               runRank(b, sizes, algos, type, op, iters, warmup, timeout, rows, out);
             } catch (Throwable e) {
               failure.compareAndSet(null, e);
-              stats.barrier.reset();
+              c.close(); // the other ranks fail at once instead of at the timeout
             }
-          }, "bench-rank-" + r);
+          }, "bench-rank-" + c.rank());
           threads.add(th);
           th.start();
         }
@@ -138,6 +137,10 @@ final class BenchCommand {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return 1;
+      } finally {
+        for (Communicator c : comms) {
+          c.close();
+        }
       }
     }
     if (failure.get() != null) {
@@ -190,51 +193,6 @@ final class BenchCommand {
     double max(double v) throws Exception;
 
     long sum(long v) throws Exception;
-  }
-
-  private static final class SharedStats {
-    final double[] values;
-    final CyclicBarrier barrier;
-
-    SharedStats(int n) {
-      values = new double[n];
-      barrier = new CyclicBarrier(n);
-    }
-  }
-
-  private record ThreadBackend(InProcessGroup.Rank r, Topology topology, SharedStats stats,
-      Duration timeout) implements Backend {
-    public int rank() {
-      return r.rank();
-    }
-
-    public int size() {
-      return topology.size();
-    }
-
-    public void allReduce(Algorithm algo, ByteBuffer in, ByteBuffer out, long count,
-        DataType type, ReduceOp op) {
-      r.allReduce(algo, in, out, count, type, op);
-    }
-
-    public double max(double v) throws Exception {
-      return combine(v, true);
-    }
-
-    public long sum(long v) throws Exception {
-      return (long) combine(v, false);
-    }
-
-    private double combine(double v, boolean max) throws Exception {
-      stats.values[r.rank()] = v;
-      stats.barrier.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
-      double acc = max ? Double.NEGATIVE_INFINITY : 0;
-      for (double x : stats.values) {
-        acc = max ? Math.max(acc, x) : acc + x;
-      }
-      stats.barrier.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
-      return acc;
-    }
   }
 
   private record CommBackend(Communicator c) implements Backend {

@@ -1,4 +1,4 @@
-package io.treeline.transport.inprocess;
+package io.treeline.comm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
+import io.treeline.exec.CallMismatchException;
 import io.treeline.exec.CollectiveException;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.PlanConfig;
@@ -21,13 +22,28 @@ import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
-/** Plans executed on real numbers by threads, against the float64 reference. */
+/**
+ * The communicator over in-process transports (ranks as threads, simulated nodes): every plan
+ * on real numbers against the float64 reference, and the failure paths.
+ */
 class InProcessCollectivesTest {
   private static final PlanConfig SMALL_CHUNKS = PlanConfig.DEFAULT.withChunkBytes(4096);
   private static final Duration TIMEOUT = Duration.ofSeconds(60);
+  private static final int[][] LAYOUTS = {{1}, {4}, {1, 1}, {2, 2}, {2, 2, 2}, {3, 1, 2}};
   private static final Topology[] TOPOLOGIES = {Topology.uniform(1, 1), Topology.uniform(1, 4),
       Topology.uniform(2, 1), Topology.uniform(2, 2), Topology.uniform(3, 2),
       Topology.of(3, 1, 2)};
+
+  private static CommConfig config(Duration timeout) {
+    return CommConfig.DEFAULT.withPlan(SMALL_CHUNKS).withTimeout(timeout)
+        .withSegmentBytes(1 << 20);
+  }
+
+  private static void closeAll(Communicator[] comms) {
+    for (Communicator c : comms) {
+      c.close();
+    }
+  }
   private static final long[] SIZES = {0, 1, 2, 13, 1021, 20011};
 
   /** One collective call: every rank's input, and the reference every rank must end with. */
@@ -36,7 +52,9 @@ class InProcessCollectivesTest {
 
   @Test
   void allReduceEveryAlgorithmTypeOpAndOddSizeMatchesTheReferenceAndRanksAgreeBitForBit() {
-    for (Topology topo : TOPOLOGIES) {
+    for (int l = 0; l < TOPOLOGIES.length; l++) {
+      Topology topo = TOPOLOGIES[l];
+      int[] layout = LAYOUTS[l];
       Random rnd = new Random(topo.hashCode());
       List<Case> cases = new ArrayList<>();
       for (Algorithm a : Algorithm.values()) {
@@ -56,7 +74,9 @@ class InProcessCollectivesTest {
         }
       }
       ByteBuffer[][] outs = new ByteBuffer[cases.size()][topo.size()];
-      try (InProcessGroup g = new InProcessGroup(topo, SMALL_CHUNKS, TIMEOUT)) {
+      Communicator[] g = Communicator.inProcess(config(TIMEOUT), layout);
+      try {
+        assertEquals(topo, g[0].topology());
         Ranks.run(topo.size(), 300_000, r -> {
           for (int c = 0; c < cases.size(); c++) {
             Case k = cases.get(c);
@@ -65,10 +85,12 @@ class InProcessCollectivesTest {
               Elements.put(in, i, k.in[r][i], k.type);
             }
             ByteBuffer out = Elements.direct(k.count, k.type);
-            g.rank(r).allReduce(k.algo, in, out, k.count, k.type, k.op);
+            g[r].allReduceAsync(in, out, k.count, k.type, k.op, k.algo).await(TIMEOUT);
             outs[c][r] = out;
           }
         });
+      } finally {
+        closeAll(g);
       }
       for (int c = 0; c < cases.size(); c++) {
         Case k = cases.get(c);
@@ -99,7 +121,9 @@ class InProcessCollectivesTest {
 
   @Test
   void reduceScatterAllGatherAndBroadcastOnRealNumbers() {
-    for (Topology topo : TOPOLOGIES) {
+    for (int l = 0; l < TOPOLOGIES.length; l++) {
+      Topology topo = TOPOLOGIES[l];
+      int[] layout = LAYOUTS[l];
       int n = topo.size();
       Random rnd = new Random(7 + n);
       for (long count : SIZES) {
@@ -112,19 +136,22 @@ class InProcessCollectivesTest {
         ByteBuffer[][] outs = new ByteBuffer[3][n];
         int root = n - 1;
         int align = SMALL_CHUNKS.alignElements(t.size());
-        try (InProcessGroup g = new InProcessGroup(topo, SMALL_CHUNKS, TIMEOUT)) {
+        Communicator[] g = Communicator.inProcess(config(TIMEOUT), layout);
+        try {
           Ranks.run(n, 60_000, r -> {
             ByteBuffer buf = Elements.direct(count, t);
             for (int i = 0; i < count; i++) {
               Elements.put(buf, i, in[r][i], t);
             }
             outs[0][r] = Elements.direct(count, t);
-            g.rank(r).reduceScatter(buf, outs[0][r], count, t, ReduceOp.AVG);
+            g[r].reduceScatter(buf, outs[0][r], count, t, ReduceOp.AVG);
             outs[1][r] = Elements.direct(count, t);
-            g.rank(r).allGather(buf, outs[1][r], count, t);
+            g[r].allGather(buf, outs[1][r], count, t);
             outs[2][r] = Elements.direct(count, t);
-            g.rank(r).broadcast(buf, outs[2][r], count, t, root);
+            g[r].broadcast(buf, outs[2][r], count, t, root);
           });
+        } finally {
+          closeAll(g);
         }
         for (int r = 0; r < n; r++) {
           String what = topo + " count " + count + " rank " + r;
@@ -145,15 +172,15 @@ class InProcessCollectivesTest {
 
   @Test
   void aRankThatNeverArrivesMakesEveryOtherRankFailNamingPeerPhaseAndTimeout() {
-    Topology topo = Topology.uniform(1, 3);
-    try (InProcessGroup g = new InProcessGroup(topo, SMALL_CHUNKS, Duration.ofMillis(300))) {
+    Communicator[] g = Communicator.inProcess(config(Duration.ofMillis(300)), 3);
+    try {
       List<Throwable> errors = Ranks.runAll(3, 30_000, r -> {
         if (r == 2) {
           return; // rank 2 skips the collective
         }
         ByteBuffer b = Elements.direct(100, DataType.F32);
-        g.rank(r).allReduce(Algorithm.ONESHOT, b, Elements.direct(100, DataType.F32), 100,
-            DataType.F32, ReduceOp.SUM);
+        g[r].allReduceAsync(b, Elements.direct(100, DataType.F32), 100, DataType.F32,
+            ReduceOp.SUM, Algorithm.ONESHOT).await(Duration.ofSeconds(10));
       });
       for (int r = 0; r < 2; r++) {
         Throwable e = errors.get(r);
@@ -162,22 +189,62 @@ class InProcessCollectivesTest {
         String m = e.getMessage();
         assertTrue(m.startsWith("rank " + r + ", peer "), m);
         assertTrue(m.contains("oneshot"), m);
-        assertTrue(m.contains("timed out after 300 ms") || m.contains("aborted because rank"), m);
+        assertTrue(m.contains("timed out after 300 ms") || m.contains("aborted"), m);
       }
+    } finally {
+      closeAll(g);
     }
   }
 
   @Test
   void ranksCallingDifferentSizesFailInsteadOfHanging() {
-    Topology topo = Topology.uniform(2, 1);
-    try (InProcessGroup g = new InProcessGroup(topo, SMALL_CHUNKS, Duration.ofSeconds(2))) {
+    Communicator[] g = Communicator.inProcess(config(Duration.ofSeconds(2)), 1, 1);
+    try {
       List<Throwable> errors = Ranks.runAll(2, 30_000, r -> {
         long count = r == 0 ? 100 : 200;
-        g.rank(r).allReduce(Algorithm.RING, Elements.direct(count, DataType.F32),
-            Elements.direct(count, DataType.F32), count, DataType.F32, ReduceOp.SUM);
+        g[r].allReduceAsync(Elements.direct(count, DataType.F32),
+            Elements.direct(count, DataType.F32), count, DataType.F32, ReduceOp.SUM,
+            Algorithm.RING).await(Duration.ofSeconds(10));
       });
-      assertTrue(errors.stream().anyMatch(e -> e instanceof CollectiveException
-          && e.getMessage().contains("different plans")), String.valueOf(errors));
+      assertTrue(errors.stream().anyMatch(e -> e instanceof CallMismatchException
+          && e.getMessage().contains("different collective calls")), String.valueOf(errors));
+    } finally {
+      closeAll(g);
     }
+  }
+
+  @Test
+  void ranksCallingDifferentSizesInsideOneNodeFailOnTheFlagCheck() {
+    Communicator[] g = Communicator.inProcess(config(Duration.ofSeconds(2)), 3);
+    try {
+      List<Throwable> errors = Ranks.runAll(3, 30_000, r -> {
+        long count = r == 1 ? 64 : 96;
+        g[r].allReduceAsync(Elements.direct(count, DataType.F32),
+            Elements.direct(count, DataType.F32), count, DataType.F32, ReduceOp.SUM,
+            Algorithm.ONESHOT).await(Duration.ofSeconds(10));
+      });
+      assertTrue(errors.stream().anyMatch(e -> e instanceof CallMismatchException),
+          String.valueOf(errors));
+    } finally {
+      closeAll(g);
+    }
+  }
+
+  @Test
+  void closedCommunicatorsLeaveNoThreadBehind() throws InterruptedException {
+    Communicator[] g = Communicator.inProcess(config(TIMEOUT), 2, 2);
+    Ranks.run(4, 30_000, r -> g[r].barrier()); // the worker threads start with a first call
+    assertTrue(commThreads() >= 4);
+    closeAll(g);
+    long until = System.nanoTime() + 2_000_000_000L; // a pool thread exits just after it ends
+    while (commThreads() > 0 && System.nanoTime() < until) {
+      Thread.sleep(10);
+    }
+    assertEquals(0, commThreads(), "a communicator thread outlived close()");
+  }
+
+  private static long commThreads() {
+    return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive)
+        .filter(t -> t.getName().startsWith("treeline-comm-")).count();
   }
 }

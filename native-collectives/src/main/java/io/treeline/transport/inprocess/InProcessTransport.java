@@ -1,0 +1,308 @@
+package io.treeline.transport.inprocess;
+
+import io.treeline.exec.BackoffIdleStrategy;
+import io.treeline.exec.CallDescriptor;
+import io.treeline.exec.CallMismatchException;
+import io.treeline.exec.CollectiveException;
+import io.treeline.exec.HostPeerMemory;
+import io.treeline.exec.NetworkLink;
+import io.treeline.exec.PlanRunner;
+import io.treeline.plan.Buf;
+import io.treeline.transport.TransportProvider;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * Transports for ranks that are threads of one JVM, with the same contracts as shared memory
+ * and TCP: the {@link #memory()} provider gives every rank direct buffers its peers read in
+ * place and a padded flag per rank (release/acquire through {@link AtomicLongArray}); the
+ * {@link #network()} provider gives bounded channels of {@code slots} direct buffers per
+ * (sender, receiver, lane), head and tail published with release and read with acquire. Every
+ * wait backs off (spin, yield, park), ends at its deadline, and ends at once when the peer
+ * aborted. Calls are checked like the multi-process transports check them: a flag or message
+ * from a peer in the same call with a different descriptor fails with a
+ * {@link CallMismatchException}.
+ *
+ * <p>One instance serves one group of ranks: every rank's communicator opens the same
+ * instance's providers.
+ */
+public final class InProcessTransport {
+  /** Longs between two ranks' words: 128 bytes, so that no two share a cache line. */
+  private static final int PAD = 16;
+
+  private final int size;
+  private final long capacity;
+  private final int slotBytes;
+  private final int slots;
+  private final Duration timeout;
+  private final ByteBuffer[][] registered;
+  private final AtomicLongArray flags;
+  /** Per rank {sequence, count, meta} at rank * PAD: a sequence lock (-1 while written). */
+  private final AtomicLongArray calls;
+  private final AtomicReferenceArray<String> aborted;
+  private final ConcurrentHashMap<Long, Channel> channels = new ConcurrentHashMap<>();
+
+  /**
+   * @param size ranks in the group
+   * @param capacity bytes of each rank's INPUT and OUTPUT buffer
+   * @param slotBytes the largest message (a plan's chunk)
+   * @param slots slots per channel
+   * @param timeout the collective timeout, quoted in errors
+   */
+  public InProcessTransport(int size, long capacity, int slotBytes, int slots,
+      Duration timeout) {
+    this.size = size;
+    this.capacity = capacity;
+    this.slotBytes = slotBytes;
+    this.slots = slots;
+    this.timeout = timeout;
+    this.registered = new ByteBuffer[size][2];
+    this.flags = new AtomicLongArray(size * PAD);
+    this.calls = new AtomicLongArray(size * PAD);
+    this.aborted = new AtomicReferenceArray<>(size);
+  }
+
+  public TransportProvider<HostPeerMemory> memory() {
+    return local -> {
+      ByteBuffer in = direct(capacity);
+      ByteBuffer out = direct(capacity);
+      return new Pending<HostPeerMemory>() {
+        @Override
+        public HostPeerMemory connect(TransportProvider.Peers peers) {
+          registered[peers.planRank()][Buf.INPUT.ordinal()] = in;
+          registered[peers.planRank()][Buf.OUTPUT.ordinal()] = out;
+          peers.barrier().run(); // every rank has registered its buffers
+          return new Memory(peers.planRank());
+        }
+      };
+    };
+  }
+
+  public TransportProvider<NetworkLink> network() {
+    return local -> new Pending<NetworkLink>() {
+      @Override
+      public NetworkLink connect(TransportProvider.Peers peers) {
+        return new Link(peers.planRank());
+      }
+    };
+  }
+
+  private abstract static class Pending<T> implements TransportProvider.Pending<T> {
+    @Override
+    public byte[] address() {
+      return new byte[0]; // ranks find each other by plan rank inside the instance
+    }
+
+    @Override
+    public void close() {
+      // nothing outside the Java heap
+    }
+  }
+
+  private static ByteBuffer direct(long bytes) {
+    return ByteBuffer.allocateDirect(Math.toIntExact(Math.max(bytes, 1)))
+        .order(ByteOrder.nativeOrder());
+  }
+
+  private Channel channel(int from, int to, int lane) {
+    long key = ((long) from * size + to) * 64 + lane;
+    return channels.computeIfAbsent(key, k -> new Channel(slots, slotBytes));
+  }
+
+  /** Shared by a rank's memory and link: who it is, which call it is in, and how it waits. */
+  private abstract class Side {
+    final int rank;
+    final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
+    long sequence;
+    CallDescriptor call;
+    volatile boolean left;
+
+    Side(int rank) {
+      this.rank = rank;
+    }
+
+    void waitOrFail(int peer, long deadline, String phase, String what) {
+      String reason = aborted.get(peer);
+      if (reason != null) {
+        throw new CollectiveException(rank, peer, phase, "rank " + peer + " aborted: "
+            + reason, null);
+      }
+      if (left) {
+        throw new CollectiveException(rank, peer, phase, "this rank aborted or closed its "
+            + "communicator", null);
+      }
+      if (System.nanoTime() - deadline > 0) {
+        throw CollectiveException.timeout(rank, peer, phase + " #" + sequence, what
+            + " from rank " + peer, timeout);
+      }
+      idle.idle();
+    }
+
+    void abortSide(String reason) {
+      left = true;
+      aborted.compareAndSet(rank, null, reason);
+    }
+  }
+
+  private final class Memory extends Side implements HostPeerMemory {
+    Memory(int rank) {
+      super(rank);
+    }
+
+    @Override
+    public ByteBuffer buffer(int peer, Buf buf) {
+      return registered[peer][buf.ordinal()];
+    }
+
+    @Override
+    public long capacity() {
+      return capacity;
+    }
+
+    @Override
+    public void beginCall(long sequence, CallDescriptor call) {
+      this.sequence = sequence;
+      this.call = call;
+      int at = rank * PAD;
+      calls.set(at, -1);
+      calls.set(at + 1, call.count());
+      calls.set(at + 2, call.meta());
+      calls.set(at, sequence);
+    }
+
+    @Override
+    public void signal(long value) {
+      flags.setRelease(rank * PAD, value);
+    }
+
+    @Override
+    public void await(int peer, long value, long deadline, String phase) {
+      while (flags.getAcquire(peer * PAD) < value) {
+        waitOrFail(peer, deadline, phase, "flag " + value + " (sequence "
+            + value / PlanRunner.PHASES + ", phase " + value % PlanRunner.PHASES + ")");
+      }
+      idle.reset();
+      // The peer published its call before the signal we acquired; if it is still in our call
+      // (same sequence before and after reading), its call must be ours.
+      int at = peer * PAD;
+      long seq = calls.get(at);
+      long count = calls.get(at + 1);
+      long meta = calls.get(at + 2);
+      if (seq == sequence && calls.get(at) == seq
+          && (count != call.count() || meta != call.meta())) {
+        throw new CallMismatchException(rank, peer, phase, sequence, call, seq,
+            new CallDescriptor(count, meta));
+      }
+    }
+
+    @Override
+    public void abort(String reason) {
+      abortSide(reason);
+    }
+
+    @Override
+    public void close() {
+      left = true;
+    }
+  }
+
+  private final class Link extends Side implements NetworkLink {
+    Link(int rank) {
+      super(rank);
+    }
+
+    @Override
+    public void beginCall(long sequence, CallDescriptor call) {
+      this.sequence = sequence;
+      this.call = call;
+    }
+
+    @Override
+    public void send(int peer, int lane, ByteBuffer src, long offset, long bytes, long deadline,
+        String phase) {
+      Channel ch = channel(rank, peer, lane);
+      long tail = ch.counters.getPlain(0);
+      while (tail - ch.counters.getAcquire(PAD) >= ch.slot.length) {
+        waitOrFail(peer, deadline, phase, "a free slot to send on lane " + lane);
+      }
+      idle.reset();
+      int i = (int) (tail % ch.slot.length);
+      ByteBuffer slot = ch.slot[i];
+      if (bytes > slot.capacity()) {
+        throw new IllegalArgumentException("message of " + bytes + " bytes exceeds the "
+            + slot.capacity() + "-byte channel slot (chunkBytes)");
+      }
+      slot.put(0, src, (int) offset, (int) bytes);
+      ch.length[i] = bytes;
+      ch.sequence[i] = sequence;
+      ch.count[i] = call.count();
+      ch.meta[i] = call.meta();
+      ch.counters.setRelease(0, tail + 1);
+    }
+
+    @Override
+    public ByteBuffer receive(int peer, int lane, long bytes, long deadline, String phase) {
+      Channel ch = channel(peer, rank, lane);
+      long head = ch.counters.getPlain(PAD);
+      while (ch.counters.getAcquire(0) <= head) {
+        waitOrFail(peer, deadline, phase, "a message on lane " + lane);
+      }
+      idle.reset();
+      int i = (int) (head % ch.slot.length);
+      if (ch.sequence[i] != sequence || ch.count[i] != call.count()
+          || ch.meta[i] != call.meta()) {
+        throw new CallMismatchException(rank, peer, phase, sequence, call, ch.sequence[i],
+            new CallDescriptor(ch.count[i], ch.meta[i]));
+      }
+      if (ch.length[i] != bytes) {
+        throw new CollectiveException(rank, peer, phase, "expected a " + bytes
+            + "-byte message on lane " + lane + " but got " + ch.length[i]
+            + " bytes: the ranks are running different plans", null);
+      }
+      ByteBuffer slot = ch.slot[i];
+      slot.clear();
+      return slot;
+    }
+
+    @Override
+    public void release(int peer, int lane, long deadline, String phase) {
+      Channel ch = channel(peer, rank, lane);
+      ch.counters.setRelease(PAD, ch.counters.getPlain(PAD) + 1);
+    }
+
+    @Override
+    public void abort(String reason) {
+      abortSide(reason);
+    }
+
+    @Override
+    public void close() {
+      left = true;
+    }
+  }
+
+  /** One sender, one receiver: a ring of slots with a release/acquire head and tail. */
+  private static final class Channel {
+    final ByteBuffer[] slot;
+    final long[] length;
+    final long[] sequence;
+    final long[] count;
+    final long[] meta;
+    final AtomicLongArray counters = new AtomicLongArray(2 * PAD); // [0]: tail, [PAD]: head
+
+    Channel(int slots, int slotBytes) {
+      slot = new ByteBuffer[slots];
+      length = new long[slots];
+      sequence = new long[slots];
+      count = new long[slots];
+      meta = new long[slots];
+      for (int i = 0; i < slots; i++) {
+        slot[i] = direct(slotBytes);
+      }
+    }
+  }
+}
