@@ -8,7 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 . scripts/device/env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 if [ $# -eq 0 ]; then
-  set -- --select-package io.treeline.kernels --select-package io.treeline.transport.cuda
+  set -- --select-package io.treeline.kernels --select-package io.treeline.gpu
 fi
 "$JAVA" -cp "$CP" org.junit.platform.console.ConsoleLauncher execute \
   --details=tree --disable-banner "$@"

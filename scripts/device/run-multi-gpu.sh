@@ -15,11 +15,11 @@ out=${OUT:-out/multi-gpu}
 mkdir -p "$out"
 nvidia-smi topo -m | tee "$out/nvidia-smi-topo-m.txt"
 OUT="$out" bash scripts/device/run-topo.sh > "$out/topo-run.txt" 2>&1 || echo "topo failed: see $out/topo-run.txt"
-TREELINE_GPUS=$k bash scripts/device/run-gpu-tests.sh --select-package io.treeline.transport.cuda \
+TREELINE_GPUS=$k bash scripts/device/run-gpu-tests.sh --select-package io.treeline.gpu \
   > "$out/gpu-tests.txt" 2>&1 || echo "GPU tests failed: see $out/gpu-tests.txt"
 csv="$out/bench-multi-gpu.csv"
 rm -f "$csv"
-"$JAVA" -cp "$CP" io.treeline.transport.cuda.DeviceBench --gpus "$k" --ranks "$k" \
+"$JAVA" -cp "$CP" io.treeline.gpu.DeviceBench --gpus "$k" --ranks "$k" \
   --algo oneshot,twoshot,auto -b 8 -e "$max" -f 2 -n 20 -w 5 --csv "$csv" 2>&1 \
   | grep -v INFO | tee "$out/bench-treeline.txt"
 python3 scripts/device/nccl_allreduce.py --gpus "$k" --csv "$csv" -b 8 -e "$max" -f 2 -n 20 -w 5 \

@@ -2,7 +2,9 @@ package io.treeline.barrier;
 
 import io.treeline.comm.Communicator;
 import io.treeline.conf.TreelineConf;
-import io.treeline.transport.cuda.DeviceCommunicator;
+import io.treeline.comm.CommConfig;
+import io.treeline.gpu.DeviceCommunicator;
+import io.treeline.gpu.DeviceOptions;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -38,7 +40,7 @@ public final class Treeline {
 
   public static Communicator communicator() {
     return perTask(BY_TASK, "communicator", (boot, conf, tc) -> Communicator.create(boot,
-        conf.commConfig()));
+        CommConfig.from(conf)));
   }
 
   /** How a communicator of one kind is made from the task's bootstrap and settings. */
@@ -104,7 +106,7 @@ public final class Treeline {
    */
   public static DeviceCommunicator deviceCommunicator() {
     return perTask(DEVICE_BY_TASK, "deviceCommunicator", (boot, conf, tc) ->
-        DeviceCommunicator.create(boot, conf.commConfig(), conf.deviceOptions(gpuOrdinal(tc))));
+        DeviceCommunicator.create(boot, CommConfig.from(conf), DeviceOptions.from(conf, gpuOrdinal(tc))));
   }
 
   /** The CUDA ordinal of the GPU Spark assigned to this task, or 0 when none was assigned. */

@@ -1,5 +1,6 @@
 package io.treeline.comm;
 
+import io.treeline.conf.TreelineConf;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.AlgorithmSelector;
 import io.treeline.plan.PlanConfig;
@@ -32,6 +33,15 @@ public record CommConfig(Duration timeout, PlanConfig plan, long segmentBytes, i
     if (slotsPerLane < 1) {
       throw new IllegalArgumentException("slotsPerLane must be at least 1");
     }
+  }
+
+  /** The communicator settings {@code conf}'s {@code spark.treeline.*} keys describe. */
+  public static CommConfig from(TreelineConf conf) {
+    String a = conf.get(TreelineConf.ALGORITHM);
+    return new CommConfig(conf.get(TreelineConf.TIMEOUT), PlanConfig.DEFAULT.withChunkBytes(
+        conf.get(TreelineConf.CHUNK_BYTES)), conf.get(TreelineConf.SEGMENT_BYTES),
+        conf.get(TreelineConf.SLOTS_PER_LANE), a.equals("auto") ? null : Algorithm.parse(a),
+        AlgorithmSelector.DEFAULT);
   }
 
   public CommConfig withTimeout(Duration t) {

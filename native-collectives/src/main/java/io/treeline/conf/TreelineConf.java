@@ -1,8 +1,6 @@
 package io.treeline.conf;
 
-import io.treeline.comm.CommConfig;
 import io.treeline.plan.Algorithm;
-import io.treeline.plan.PlanConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -123,24 +121,6 @@ public final class TreelineConf {
   public <T> T get(ConfEntry<T> e) {
     String raw = settings.get(e.key());
     return raw == null ? e.defaultValue() : e.parse(raw);
-  }
-
-  /** The communicator settings these keys describe. */
-  public CommConfig commConfig() {
-    String a = get(ALGORITHM);
-    return new CommConfig(get(TIMEOUT), PlanConfig.DEFAULT.withChunkBytes(get(CHUNK_BYTES)),
-        get(SEGMENT_BYTES), get(SLOTS_PER_LANE), a.equals("auto") ? null : Algorithm.parse(a),
-        io.treeline.plan.AlgorithmSelector.DEFAULT);
-  }
-
-  /** The GPU path's settings these keys describe, for CUDA device {@code ordinal}. */
-  public io.treeline.transport.cuda.DeviceOptions deviceOptions(int ordinal) {
-    String sync = get(GPU_SYNC);
-    return io.treeline.transport.cuda.DeviceOptions.DEFAULT.withOrdinal(ordinal)
-        .withBufferBytes(get(GPU_BUFFER_BYTES))
-        .withSync(io.treeline.transport.cuda.DeviceOptions.Sync.valueOf(sync.toUpperCase(
-            Locale.ROOT)))
-        .withStagingChunkBytes(get(GPU_STAGING_CHUNK_BYTES));
   }
 
   public static List<ConfEntry<?>> entries() {

@@ -31,9 +31,9 @@ class TreelineConfTest {
         "spark.app.name", "not ours"));
     assertEquals(Duration.ofSeconds(90), c.get(TreelineConf.TIMEOUT));
     assertEquals(8L << 20, c.get(TreelineConf.BUCKET_BYTES));
-    assertEquals(Algorithm.DBT, c.commConfig().algorithm());
+    assertEquals(Algorithm.DBT, io.treeline.comm.CommConfig.from(c).algorithm());
     assertEquals(32L << 20, c.get(TreelineConf.SEGMENT_BYTES));
-    assertEquals(Duration.ofSeconds(90), c.commConfig().timeout());
+    assertEquals(Duration.ofSeconds(90), io.treeline.comm.CommConfig.from(c).timeout());
   }
 
   @Test

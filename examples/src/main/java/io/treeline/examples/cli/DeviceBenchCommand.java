@@ -1,6 +1,6 @@
 package io.treeline.examples.cli;
 
-import io.treeline.transport.cuda.DeviceBench;
+import io.treeline.gpu.DeviceBench;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;

@@ -1,4 +1,4 @@
-package io.treeline.transport.cuda;
+package io.treeline.gpu;
 
 /**
  * How the ranks of a node order their kernels around a plan's Signal/Wait steps ({@link

@@ -1,4 +1,4 @@
-package io.treeline.transport.cuda;
+package io.treeline.gpu;
 
 import static jcuda.driver.JCudaDriver.cuEventCreate;
 import static jcuda.driver.JCudaDriver.cuEventDestroy;

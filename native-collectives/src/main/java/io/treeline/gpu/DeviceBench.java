@@ -1,4 +1,4 @@
-package io.treeline.transport.cuda;
+package io.treeline.gpu;
 
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
@@ -30,7 +30,7 @@ import jcuda.Pointer;
  * and prints the size where the cost model switches from one-shot to two-shot.
  *
  * <pre>
- * java -cp ... io.treeline.transport.cuda.DeviceBench --ranks 2,4,8 --algo oneshot,twoshot,auto \
+ * java -cp ... io.treeline.gpu.DeviceBench --ranks 2,4,8 --algo oneshot,twoshot,auto \
  *     -b 8 -e 1G -f 4 --csv out/bench-device.csv
  * </pre>
  */

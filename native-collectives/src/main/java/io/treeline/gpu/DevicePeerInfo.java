@@ -1,4 +1,4 @@
-package io.treeline.transport.cuda;
+package io.treeline.gpu;
 
 import io.treeline.kernels.IpcHandles;
 import java.io.ByteArrayInputStream;

@@ -1,4 +1,4 @@
-package io.treeline.transport.cuda;
+package io.treeline.gpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

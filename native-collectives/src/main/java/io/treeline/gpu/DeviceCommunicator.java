@@ -1,4 +1,4 @@
-package io.treeline.transport.cuda;
+package io.treeline.gpu;
 
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuDeviceGetUuid;

@@ -1,4 +1,7 @@
-package io.treeline.transport.cuda;
+package io.treeline.gpu;
+
+import io.treeline.conf.TreelineConf;
+import java.util.Locale;
 
 /**
  * The GPU path's settings, beside the communicator's {@code CommConfig}.
@@ -68,6 +71,13 @@ public record DeviceOptions(int ordinal, long bufferBytes, Sync sync, DeviceCost
       throw new IllegalArgumentException("stagingChunkBytes must be at least 4096, got "
           + stagingChunkBytes);
     }
+  }
+
+  /** The GPU path's settings {@code conf}'s keys describe, for CUDA device {@code ordinal}. */
+  public static DeviceOptions from(TreelineConf conf, int ordinal) {
+    return DEFAULT.withOrdinal(ordinal).withBufferBytes(conf.get(TreelineConf.GPU_BUFFER_BYTES))
+        .withSync(Sync.valueOf(conf.get(TreelineConf.GPU_SYNC).toUpperCase(Locale.ROOT)))
+        .withStagingChunkBytes(conf.get(TreelineConf.GPU_STAGING_CHUNK_BYTES));
   }
 
   public DeviceOptions withCostModel(DeviceCostModel m) {

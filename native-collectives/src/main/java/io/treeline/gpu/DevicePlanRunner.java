@@ -1,4 +1,4 @@
-package io.treeline.transport.cuda;
+package io.treeline.gpu;
 
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.PlanRunner;
