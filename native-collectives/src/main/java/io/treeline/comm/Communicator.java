@@ -291,6 +291,7 @@ public final class Communicator implements AutoCloseable {
    */
   public Handle allReduceAsync(ByteBuffer in, ByteBuffer out, long count, DataType type,
       ReduceOp op, Algorithm algorithm) {
+    requireBuffers("allReduce", in, out, count, type);
     if (algorithm != null && !algorithm.supports(topology)) {
       throw new IllegalArgumentException(algorithm.id() + " runs inside one node; this "
           + "communicator spans " + topology.nodes() + " nodes");
@@ -303,6 +304,12 @@ public final class Communicator implements AutoCloseable {
   }
 
   public void broadcast(ByteBuffer in, ByteBuffer out, long count, DataType type, int root) {
+    requireBuffers("broadcast", in, out, count, type);
+    if (root < 0 || root >= size()) {
+      throw new IllegalArgumentException("rank " + rank + ": broadcast root " + root
+          + " is not a rank of this communicator (0.." + (size() - 1) + ", as rank() numbers "
+          + "them)");
+    }
     int r = planOf[root];
     submit("broadcast", () -> windowed(in, out, count, type, (c) -> plan("bc", c, type, r,
         () -> TreeBroadcast.broadcast(topology, type, c, r, config.plan())), ReduceOp.SUM))
@@ -312,6 +319,7 @@ public final class Communicator implements AutoCloseable {
   /** Rank {@link #topologyRank()} ends with its slice ({@code io.treeline.plan.Slices}) reduced. */
   public void reduceScatter(ByteBuffer in, ByteBuffer out, long count, DataType type,
       ReduceOp op) {
+    requireBuffers("reduceScatter", in, out, count, type);
     requireFits("reduceScatter", count, type);
     submit("reducescatter", () -> whole(in, out, count, type, plan("rs", count, type, -1,
         () -> topology.nodes() == 1 ? TwoShot.reduceScatter(topology, type, count,
@@ -321,6 +329,7 @@ public final class Communicator implements AutoCloseable {
 
   /** Rank {@link #topologyRank()} contributes its slice of {@code in}; all ranks get all. */
   public void allGather(ByteBuffer in, ByteBuffer out, long count, DataType type) {
+    requireBuffers("allGather", in, out, count, type);
     requireFits("allGather", count, type);
     submit("allgather", () -> whole(in, out, count, type, plan("ag", count, type, -1,
         () -> Ring.allGather(topology, type, count, config.plan())), ReduceOp.SUM))
@@ -366,6 +375,46 @@ public final class Communicator implements AutoCloseable {
 
   private long windows(long count, DataType type) {
     return Math.max(1, (count + windowElements(type) - 1) / windowElements(type));
+  }
+
+  /**
+   * Argument errors fail the call that made them, on this rank, before anything is submitted:
+   * the communicator stays usable and the peers are not aborted (they wait for a correct call).
+   */
+  private void requireBuffers(String what, ByteBuffer in, ByteBuffer out, long count,
+      DataType type) {
+    if (type == null) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " needs a data type");
+    }
+    if (count < 0) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
+          + " elements");
+    }
+    requireBuffer(what, "input", in, count, type);
+    requireBuffer(what, "output", out, count, type);
+  }
+
+  private void requireBuffer(String what, String which, ByteBuffer b, long count,
+      DataType type) {
+    if (b == null) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
+          + " buffer is null");
+    }
+    if (!b.isDirect() || b.order() != java.nio.ByteOrder.nativeOrder()) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
+          + " buffer must be direct and in native order (ByteBuffer.allocateDirect(n).order("
+          + "ByteOrder.nativeOrder())); got " + (b.isDirect() ? "direct" : "heap") + ", "
+          + b.order());
+    }
+    if (b.isReadOnly() && which.equals("output")) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the output buffer"
+          + " is read-only");
+    }
+    if ((long) b.capacity() < count * type.size()) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count + " x "
+          + type + " needs " + count * type.size() + " bytes; the " + which + " buffer holds "
+          + b.capacity());
+    }
   }
 
   private void requireFits(String what, long count, DataType type) {

@@ -243,6 +243,40 @@ class InProcessCollectivesTest {
     assertEquals(0, commThreads(), "a communicator thread outlived close()");
   }
 
+  @Test
+  void aBadArgumentFailsOnlyThatCallAndTheCommunicatorGoesOn() {
+    Communicator[] g = Communicator.inProcess(config(Duration.ofSeconds(20)), 1, 2);
+    try {
+      Ranks.run(3, 60_000, r -> {
+        if (r == 1) {
+          ByteBuffer heap = ByteBuffer.allocate(400);
+          IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(
+              IllegalArgumentException.class, () -> g[r].allReduce(heap, heap, 100,
+                  DataType.F32, ReduceOp.SUM));
+          assertTrue(e.getMessage().startsWith("rank 1: allReduce: the input buffer must be "
+              + "direct"), e.getMessage());
+          ByteBuffer small = Elements.direct(10, DataType.F32);
+          assertThrows(() -> g[r].allReduce(small, small, 100, DataType.F32, ReduceOp.SUM));
+          assertThrows(() -> g[r].broadcast(small, small, 10, DataType.F32, 3));
+        }
+        ByteBuffer b = Elements.direct(100, DataType.F32);
+        for (int i = 0; i < 100; i++) {
+          Elements.put(b, i, r + 1 + i * 0.5, DataType.F32);
+        }
+        g[r].allReduce(b, b, 100, DataType.F32, ReduceOp.SUM);
+        for (int i = 0; i < 100; i++) {
+          assertEquals(6 + 1.5 * i, Elements.get(b, i, DataType.F32), 1e-3);
+        }
+      });
+    } finally {
+      closeAll(g);
+    }
+  }
+
+  private static void assertThrows(org.junit.jupiter.api.function.Executable call) {
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, call);
+  }
+
   private static long commThreads() {
     return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive)
         .filter(t -> t.getName().startsWith("treeline-comm-")).count();
