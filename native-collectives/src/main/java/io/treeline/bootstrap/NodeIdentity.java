@@ -1,5 +1,6 @@
 package io.treeline.bootstrap;
 
+import io.treeline.conf.TreelineEnv;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Files;
@@ -12,7 +13,7 @@ import java.nio.file.Path;
  * machine.
  */
 public final class NodeIdentity {
-  public static final String ENV = "TREELINE_NODE_ID";
+  public static final String ENV = TreelineEnv.NODE_ID.key();
 
   private NodeIdentity() {
   }

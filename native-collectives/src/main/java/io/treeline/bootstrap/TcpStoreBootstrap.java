@@ -1,5 +1,6 @@
 package io.treeline.bootstrap;
 
+import io.treeline.conf.TreelineEnv;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.ByteArrayOutputStream;
@@ -26,11 +27,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * answers a round when all {@code size} ranks have sent their part.
  */
 public final class TcpStoreBootstrap implements Bootstrap {
-  public static final String RANK = "TREELINE_RANK";
-  public static final String WORLD_SIZE = "TREELINE_WORLD_SIZE";
-  public static final String MASTER_ADDR = "TREELINE_MASTER_ADDR";
-  public static final String MASTER_PORT = "TREELINE_MASTER_PORT";
-  public static final String SECRET = "TREELINE_SECRET";
+  public static final String RANK = TreelineEnv.RANK.key();
+  public static final String WORLD_SIZE = TreelineEnv.WORLD_SIZE.key();
+  public static final String MASTER_ADDR = TreelineEnv.MASTER_ADDR.key();
+  public static final String MASTER_PORT = TreelineEnv.MASTER_PORT.key();
+  public static final String SECRET = TreelineEnv.SECRET.key();
 
   private static final System.Logger LOG = System.getLogger("io.treeline.bootstrap");
   private static final String PURPOSE = "treeline-store";

@@ -3,6 +3,7 @@ package io.treeline.comm;
 import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
 import io.treeline.bootstrap.InProcessBootstrap;
+import io.treeline.conf.TreelineEnv;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.CollectiveException;
@@ -98,8 +99,32 @@ public final class Communicator implements AutoCloseable {
    * Collective: every rank calls it.
    */
   public static Communicator create(Bootstrap bootstrap, CommConfig config) {
+    String host;
+    try {
+      host = bindHost();
+    } catch (IOException e) {
+      throw new BootstrapException("rank " + bootstrap.rank() + ": cannot find this host's "
+          + "address (set " + TreelineEnv.ADDR.key() + "): " + e, e);
+    }
     return create(bootstrap, config, new ShmTransport(config.segmentBytes()),
-        new TcpTransport((int) config.plan().chunkBytes(), config.slotsPerLane(), null));
+        new TcpTransport((int) config.plan().chunkBytes(), config.slotsPerLane(), host));
+  }
+
+  /**
+   * The address a rank's TCP link binds and publishes: {@code TREELINE_ADDR} when set;
+   * {@code 127.0.0.1} when the job's store is on loopback ({@code TREELINE_MASTER_ADDR}, so a
+   * one-machine job never leaves it); else the address the host name resolves to.
+   */
+  static String bindHost() throws IOException {
+    String forced = TreelineEnv.ADDR.get();
+    if (forced != null) {
+      return forced;
+    }
+    String master = TreelineEnv.MASTER_ADDR.get();
+    if (master != null && java.net.InetAddress.getByName(master).isLoopbackAddress()) {
+      return "127.0.0.1";
+    }
+    return java.net.InetAddress.getLocalHost().getHostAddress();
   }
 
   /**

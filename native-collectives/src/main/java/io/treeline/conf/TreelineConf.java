@@ -139,6 +139,10 @@ public final class TreelineConf {
     table(b, false);
     b.append("\n## Test-only keys\n\n");
     table(b, true);
+    b.append("\n## Environment variables\n\n")
+        .append("Read by processes started outside Spark (`./treeline run`, torchrun style); a ")
+        .append("Spark job needs none of them.\n\n");
+    TreelineEnv.table(b);
     return b.toString();
   }
 

@@ -1,5 +1,6 @@
 package io.treeline.gpu;
 
+import io.treeline.conf.TreelineEnv;
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
 import static jcuda.driver.JCudaDriver.cuMemsetD32;
@@ -71,7 +72,7 @@ public final class DeviceBench {
       int[] perNode = new int[nodes];
       java.util.Arrays.fill(perNode, n / nodes);
       List<ProcessLauncher.Result> res = ProcessLauncher.run(perNode,
-          List.of("-Xmx512m", "-XX:+UseSerialGC"), args, Map.of("TREELINE_GPUS",
+          List.of("-Xmx512m", "-XX:+UseSerialGC"), args, Map.of(TreelineEnv.GPUS.key(),
               Integer.toString(gpus)), Duration.ofSeconds(Long.parseLong(a.getOrDefault(
                   "timeout", "580"))), System.out, 0);
       for (ProcessLauncher.Result r : res) {
@@ -148,7 +149,7 @@ public final class DeviceBench {
   }
 
   private static void rank(Map<String, String> a) throws IOException {
-    int gpus = Integer.parseInt(System.getenv().getOrDefault("TREELINE_GPUS", "1"));
+    int gpus = Integer.parseInt(java.util.Objects.requireNonNullElse(TreelineEnv.GPUS.get(), "1"));
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120))) {
       body(boot, a, gpus, "processes");
     }

@@ -15,9 +15,7 @@ import java.nio.channels.ServerSocketChannel;
 /**
  * Messages between ranks over TCP ({@link PeerLinks}): {@link #open} binds a listener on an
  * ephemeral port of this host's address and publishes host and port; {@link Pending#connect}
- * starts the links. Which address: {@code TREELINE_ADDR} when set; {@code 127.0.0.1} when the
- * job's store is on loopback ({@code TREELINE_MASTER_ADDR}, so a one-machine job never leaves
- * it); else the address the host name resolves to.
+ * starts the links. The communicator says which address ({@code Communicator.bindHost}).
  */
 public final class TcpTransport implements TransportProvider<NetworkLink> {
   private final int slotBytes;
@@ -27,7 +25,7 @@ public final class TcpTransport implements TransportProvider<NetworkLink> {
   /**
    * @param slotBytes the largest message (a plan's chunk)
    * @param slotsPerLane receive slots (credits) per lane and peer
-   * @param host the address to bind and publish, or null for {@link #defaultHost()}
+   * @param host the address to bind and publish
    */
   public TcpTransport(int slotBytes, int slotsPerLane, String host) {
     this.slotBytes = slotBytes;
@@ -35,22 +33,9 @@ public final class TcpTransport implements TransportProvider<NetworkLink> {
     this.host = host;
   }
 
-  /** The address a rank binds when none is given, as the class comment says. */
-  public static String defaultHost() throws IOException {
-    String forced = System.getenv("TREELINE_ADDR");
-    if (forced != null && !forced.isBlank()) {
-      return forced.trim();
-    }
-    String master = System.getenv("TREELINE_MASTER_ADDR");
-    if (master != null && InetAddress.getByName(master).isLoopbackAddress()) {
-      return "127.0.0.1";
-    }
-    return InetAddress.getLocalHost().getHostAddress();
-  }
-
   @Override
   public Pending<NetworkLink> open(Local local) throws IOException {
-    String bind = host != null ? host : defaultHost();
+    String bind = host;
     ServerSocketChannel listener = ServerSocketChannel.open();
     try {
       listener.bind(new InetSocketAddress(InetAddress.getByName(bind), 0), 1024);
