@@ -67,6 +67,36 @@ class SparkSubmitLocalClusterTest {
     System.out.printf("%s%n  -> exit 0 in %.1f s: %s%n", r.commandLine(), r.seconds(), line);
   }
 
+  @Test
+  void aRelativeClasspathIsRefusedAtStartUpNamingTheEntriesInsteadOfASerializedLambdaError()
+      throws Exception {
+    // what a user did: Treeline and the job on the submitter's classpath by relative paths,
+    // which local-cluster (with spark.testing) hands to executors that start elsewhere
+    Path dir = SparkSubmitRunner.WORK.resolve("relative-classpath");
+    Files.createDirectories(dir.resolve("lib"));
+    Files.copy(SparkSubmitRunner.shadedJar(), dir.resolve("lib/treeline-spark.jar"),
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    Files.copy(SparkSubmitRunner.appJar(), dir.resolve("lib/train-app.jar"),
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    List<String> args = commonArgs(dir);
+    int jars = args.indexOf("--jars");
+    args.subList(jars, jars + 2).clear();
+    args.addAll(List.of("--class", "io.treeline.it.app.TrainApp", "spark-internal",
+        "--ranks", "2", "--steps", "5"));
+    SparkSubmitRunner.Result r = SparkSubmitRunner.run(args, localClusterProps(),
+        List.of("lib/treeline-spark.jar", "lib/train-app.jar"), Map.of(), dir,
+        Duration.ofMinutes(2));
+    assertTrue(r.exitCode() != 0, "a relative classpath ran:\n" + r.tail(40));
+    assertTrue(r.output().contains("Treeline cannot run with this Spark configuration"),
+        r.tail(60));
+    assertTrue(r.output().contains("relative classpath entries [lib/treeline-spark.jar, "
+        + "lib/train-app.jar]"), r.tail(60));
+    assertTrue(r.output().contains("give absolute paths"), r.tail(60));
+    System.out.printf("%s (classpath lib/treeline-spark.jar:lib/train-app.jar:SPARK)%n  -> exit "
+        + "%d in %.1f s: %s%n", r.commandLine(), r.exitCode(), r.seconds(), r.output().lines()
+        .filter(l -> l.contains("relative classpath entries")).findFirst().orElse("").trim());
+  }
+
   /** How many distinct JVMs an "executors" field (id/pidN@host,...) names. */
   static long distinctPids(String executors) {
     return java.util.Arrays.stream(executors.split(",")).map(e -> e.replaceAll(".*/pid", ""))
