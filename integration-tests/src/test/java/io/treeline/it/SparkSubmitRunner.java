@@ -65,7 +65,8 @@ final class SparkSubmitRunner {
     if (sparkClasspath == null) {
       Set<String> shaded = new HashSet<>();
       try (JarFile j = new JarFile(shadedJar().toFile())) {
-        j.stream().map(JarEntry::getName).filter(n -> n.endsWith(".class")).forEach(shaded::add);
+        j.stream().filter(e -> !e.isDirectory()).map(JarEntry::getName)
+            .filter(n -> !n.startsWith("META-INF/")).forEach(shaded::add);
       }
       List<String> keep = new ArrayList<>();
       for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
@@ -79,7 +80,8 @@ final class SparkSubmitRunner {
           continue;
         }
         try (JarFile j = new JarFile(p.toFile())) {
-          if (j.stream().noneMatch(x -> shaded.contains(x.getName()))) {
+          if (j.stream().noneMatch(x -> shaded.contains(x.getName())
+              || x.getName().startsWith("io/treeline/"))) {
             keep.add(p.toAbsolutePath().toString());
           }
         }
@@ -136,7 +138,9 @@ final class SparkSubmitRunner {
     cmd.add(String.join(File.pathSeparator, cp));
     cmd.add("org.apache.spark.deploy.SparkSubmit");
     cmd.addAll(args);
+    String spark = sparkClasspath();
     String shown = "spark-submit " + args.stream()
+        .map(a -> a.replace(spark, "$SPARK_JARS"))
         .map(a -> a.contains(" ") ? "'" + a + "'" : a).collect(Collectors.joining(" "));
     Path log = dir.resolve("spark-submit.log");
     ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile())

@@ -59,7 +59,10 @@ public final class TrainApp {
       }
     }
     long t0 = System.nanoTime();
-    SparkConf conf = new SparkConf().setAppName("treeline-train-app");
+    SparkConf conf = new SparkConf();
+    if (!conf.contains("spark.app.name")) {
+      conf.setAppName("treeline-train-app"); // spark-submit --name wins
+    }
     List<float[]> data = data(ranks * ROWS_PER_RANK);
     List<RankResult> results;
     String master;
@@ -84,8 +87,11 @@ public final class TrainApp {
             }
           }
         }
+        // under YARN: the container and the NodeManager (its port) it ran on
+        String container = System.getenv("CONTAINER_ID");
         String executor = SparkEnv.get().executorId() + "/pid"
-            + ProcessHandle.current().pid() + "@" + InetAddress.getLocalHost().getHostName();
+            + ProcessHandle.current().pid() + "@" + InetAddress.getLocalHost().getHostName()
+            + (container == null ? "" : "/" + container + "/nm" + System.getenv("NM_PORT"));
         return List.of(new RankResult(Treeline.communicator().rank(), params, executor,
             gpuOf())).iterator();
       });
