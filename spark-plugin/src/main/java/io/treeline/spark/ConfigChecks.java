@@ -15,6 +15,16 @@ public final class ConfigChecks {
   }
 
   public static List<String> problems(Map<String, String> conf) {
+    return problems(conf, "", false);
+  }
+
+  /**
+   * With the driver's own classpath ({@code java.class.path}) and whether Spark runs in its
+   * testing mode ({@code spark.testing}), in which local-cluster hands that classpath to its
+   * executors.
+   */
+  public static List<String> problems(Map<String, String> conf, String driverClasspath,
+      boolean sparkTesting) {
     List<String> p = new ArrayList<>();
     String master = conf.getOrDefault("spark.master", "");
     boolean local = master.startsWith("local") && !master.startsWith("local-cluster");
@@ -31,6 +41,23 @@ public final class ConfigChecks {
             + cores / taskCpus + " tasks per executor; Treeline needs one barrier task per "
             + "executor: set spark.task.cpus=" + cores + " (or spark.executor.cores="
             + taskCpus + ")");
+      }
+    }
+    if (master.startsWith("local-cluster")) {
+      // each executor of local-cluster starts in its own work directory (work/app-ID/N):
+      // relative entries resolve there, to nothing, and the executors fail to load the job's
+      // classes (a ClassNotFoundException, or a ClassCastException of SerializedLambda when
+      // a lambda's class is missing, or a plugin that cannot be created)
+      List<String> relative = new ArrayList<>();
+      if (sparkTesting) {
+        relative.addAll(relativeEntries(driverClasspath));
+      }
+      relative.addAll(relativeEntries(conf.getOrDefault("spark.executor.extraClassPath", "")));
+      if (!relative.isEmpty()) {
+        p.add("relative classpath entries " + relative + " with " + master + ": its executors "
+            + "start in their own work directories, where these do not resolve (they then fail "
+            + "with ClassNotFoundException, or ClassCastException: cannot assign instance of "
+            + "SerializedLambda); give absolute paths, or pass jars with --jars");
       }
     }
     String execGpu = conf.get("spark.executor.resource.gpu.amount");
@@ -57,6 +84,18 @@ public final class ConfigChecks {
       p.add(e.getMessage());
     }
     return p;
+  }
+
+  /** Entries of a classpath string that are relative paths (YARN's {{...}}, $VARs kept). */
+  static List<String> relativeEntries(String classpath) {
+    List<String> out = new ArrayList<>();
+    for (String e : classpath.split(java.io.File.pathSeparator)) {
+      String t = e.trim();
+      if (!t.isEmpty() && !t.startsWith("/") && !t.startsWith("{{") && !t.startsWith("$")) {
+        out.add(t);
+      }
+    }
+    return out;
   }
 
   private static boolean isOne(String v) {

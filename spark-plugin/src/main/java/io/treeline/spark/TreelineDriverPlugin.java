@@ -22,7 +22,9 @@ public final class TreelineDriverPlugin implements DriverPlugin {
     for (Tuple2<String, String> kv : sc.getConf().getAll()) {
       conf.put(kv._1(), kv._2());
     }
-    List<String> problems = ConfigChecks.problems(conf);
+    List<String> problems = ConfigChecks.problems(conf,
+        System.getProperty("java.class.path", ""),
+        System.getProperty("spark.testing") != null || System.getenv("SPARK_TESTING") != null);
     if (!problems.isEmpty()) {
       StringBuilder b = new StringBuilder("Treeline cannot run with this Spark configuration:");
       for (String p : problems) {

@@ -33,4 +33,21 @@ class ConfigChecksTest {
     assertEquals(List.of(), ConfigChecks.problems(Map.of("spark.master", "local[4]",
         "spark.executor.cores", "4")));
   }
+
+  @Test
+  void relativeClasspathEntriesOnLocalClusterAreRefusedNamingThem() {
+    List<String> p = ConfigChecks.problems(Map.of("spark.master", "local-cluster[2,1,1024]",
+        "spark.executor.extraClassPath", "/abs/x.jar:rel/y.jar"),
+        "lib/treeline.jar:/opt/spark/jars/*:{{PWD}}/x.jar", true);
+    assertEquals(1, p.size(), String.join("\n", p));
+    assertTrue(p.get(0).contains("[lib/treeline.jar, rel/y.jar]"), p.get(0));
+    assertTrue(p.get(0).contains("SerializedLambda"), p.get(0));
+    assertTrue(p.get(0).contains("absolute paths"), p.get(0));
+    // without spark.testing local-cluster's executors do not get the driver's classpath
+    assertEquals(List.of(), ConfigChecks.problems(Map.of("spark.master",
+        "local-cluster[2,1,1024]"), "lib/treeline.jar", false));
+    // YARN localizes files into the container's directory: relative entries are right there
+    assertEquals(List.of(), ConfigChecks.problems(Map.of("spark.master", "yarn",
+        "spark.executor.extraClassPath", "__app__.jar:lib/x.jar"), "lib/treeline.jar", true));
+  }
 }

@@ -1,0 +1,248 @@
+package io.treeline.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
+import java.util.stream.Stream;
+import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.api.records.ApplicationReport;
+import org.apache.hadoop.yarn.api.records.FinalApplicationStatus;
+import org.apache.hadoop.yarn.api.records.YarnApplicationState;
+import org.apache.hadoop.yarn.client.api.YarnClient;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.server.MiniYARNCluster;
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.core.config.Configurator;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * spark-submit to YARN as a user runs it, client and cluster mode, against a MiniYARNCluster of
+ * one ResourceManager and two NodeManagers in the test JVM, set up as Spark's
+ * BaseYarnClusterSuite does it: the cluster's configuration written as yarn-site.xml into a
+ * directory named by YARN_CONF_DIR and put first on the submitter's classpath (what
+ * bin/spark-class does), Spark's jars from the local classpath (spark.yarn.jars points at an
+ * empty jar), Treeline only from the shaded jar in --jars, the job from its application jar.
+ *
+ * <p>Each NodeManager offers 2 GiB and every container takes 1 GiB (the AM, or the driver in
+ * cluster mode, and two executors), so the two executors cannot share a NodeManager: the ranks
+ * run on both. The final status is read from the ResourceManager with a YarnClient.
+ */
+class SparkSubmitYarnTest {
+  static final Path WORK = SparkSubmitRunner.WORK.resolve("yarn");
+  static final String JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1";
+
+  private static MiniYARNCluster yarn;
+  private static Path confDir;
+  private static Path emptyJar;
+
+  @BeforeAll
+  @Timeout(value = 2, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  static void startYarn() throws Exception {
+    long t0 = System.nanoTime();
+    Files.createDirectories(WORK);
+    YarnConfiguration yc = new YarnConfiguration();
+    // no capacity-scheduler.xml in hadoop-client-minicluster: one queue (BaseYarnClusterSuite)
+    yc.set("yarn.scheduler.capacity.root.queues", "default");
+    yc.setInt("yarn.scheduler.capacity.root.default.capacity", 100);
+    yc.setFloat("yarn.scheduler.capacity.root.default.user-limit-factor", 1);
+    yc.setInt("yarn.scheduler.capacity.root.default.maximum-capacity", 100);
+    yc.set("yarn.scheduler.capacity.root.default.state", "RUNNING");
+    yc.set("yarn.scheduler.capacity.root.default.acl_submit_applications", "*");
+    yc.set("yarn.scheduler.capacity.root.default.acl_administer_queue", "*");
+    yc.setInt("yarn.scheduler.capacity.node-locality-delay", -1);
+    yc.setFloat("yarn.scheduler.capacity.maximum-am-resource-percent", 1.0f);
+    yc.set("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage",
+        "100.0");
+    yc.setInt("yarn.minicluster.yarn.nodemanager.resource.memory-mb", 2048);
+    yc.setBoolean("yarn.nodemanager.vmem-check-enabled", false);
+    yc.set("yarn.resourcemanager.hostname", org.apache.spark.util.Utils.localHostNameForURI());
+    yc.set("hadoop.tmp.dir", WORK.resolve("hadoop-tmp").toString());
+    yc.setInt("yarn.nodemanager.log.retain-seconds", 0);
+    yc.setInt("yarn.nodemanager.delete.debug-delay-sec", -1);
+    yarn = new MiniYARNCluster(SparkSubmitYarnTest.class.getSimpleName(), 2, 1, 1);
+    yarn.init(yc);
+    yarn.start();
+    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (yarn.getConfig().get(YarnConfiguration.RM_ADDRESS).endsWith(":0")) {
+      if (System.nanoTime() > until) {
+        throw new IllegalStateException("the ResourceManager has no address after 10 s");
+      }
+      Thread.sleep(100);
+    }
+    assertTrue(yarn.waitForNodeManagersToConnect(30_000),
+        "the two NodeManagers did not register within 30 s");
+    confDir = Files.createDirectories(WORK.resolve("hadoop-conf"));
+    try (OutputStream out = Files.newOutputStream(confDir.resolve("yarn-site.xml"))) {
+      yarn.getConfig().writeXml(out);
+    }
+    emptyJar = WORK.resolve("empty-spark-jars.jar");
+    new JarOutputStream(Files.newOutputStream(emptyJar), new Manifest()).close();
+    System.out.printf("MiniYARNCluster with 2 NodeManagers up in %.1f s%n",
+        (System.nanoTime() - t0) / 1e9);
+  }
+
+  @AfterAll
+  static void stopYarn() {
+    if (yarn != null) {
+      Level level = LogManager.getLogger("org.apache.hadoop").getLevel();
+      Configurator.setLevel("org.apache.hadoop", Level.OFF);
+      try {
+        yarn.stop();
+      } finally {
+        Configurator.setLevel("org.apache.hadoop", level);
+      }
+    }
+  }
+
+  @Test
+  @Timeout(value = 4, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void clientModeTrainsOnExecutorsOfBothNodeManagersAndTheApplicationSucceeds()
+      throws Exception {
+    submitAndCheck("client");
+  }
+
+  @Test
+  @Timeout(value = 4, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void clusterModeTrainsWithTheDriverInTheApplicationMasterAndTheApplicationSucceeds()
+      throws Exception {
+    submitAndCheck("cluster");
+  }
+
+  private static void submitAndCheck(String mode) throws Exception {
+    Path dir = WORK.resolve(mode);
+    Files.createDirectories(dir);
+    Path out = dir.resolve("result.txt");
+    Files.deleteIfExists(out);
+    String sparkCp = SparkSubmitRunner.sparkClasspath();
+    String name = "treeline-train-" + mode;
+    List<String> args = new ArrayList<>(List.of(
+        "--master", "yarn", "--deploy-mode", mode, "--name", name,
+        "--num-executors", "2", "--executor-cores", "1", "--executor-memory", "512m",
+        "--driver-memory", "512m",
+        "--jars", SparkSubmitRunner.shadedJar().toString(),
+        "--conf", "spark.plugins=io.treeline.spark.TreelinePlugin",
+        "--conf", "spark.dynamicAllocation.enabled=false",
+        "--conf", "spark.treeline.timeout=60s",
+        "--conf", "spark.treeline.bucketBytes=4k",
+        // one simulated node per rank, as the two NodeManagers are two nodes (TCP across)
+        "--conf", "spark.treeline.test.ranksPerNode=1",
+        // no Spark distribution: Spark's jars from the local classpath (BaseYarnClusterSuite)
+        "--conf", "spark.yarn.jars=local:" + emptyJar,
+        "--conf", "spark.driver.extraClassPath=" + sparkCp,
+        "--conf", "spark.executor.extraClassPath=" + sparkCp,
+        "--conf", "spark.yarn.stagingDir=" + dir.resolve("staging"),
+        "--conf", "spark.yarn.maxAppAttempts=1",
+        "--conf", "spark.yarn.am.memory=512m",
+        // the AM's options: spark.yarn.am.* in client mode, the driver's in cluster mode
+        "--conf", (mode.equals("client") ? "spark.yarn.am" : "spark.driver")
+            + ".extraJavaOptions=" + JVM_OPTIONS,
+        "--conf", "spark.executor.extraJavaOptions=" + JVM_OPTIONS,
+        "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
+        "--conf", "spark.scheduler.barrier.maxConcurrentTasksCheck.interval=1s",
+        "--conf", "spark.ui.enabled=false",
+        "--class", "io.treeline.it.app.TrainApp", SparkSubmitRunner.appJar().toString(),
+        "--ranks", "2", "--steps", "60", "--out", out.toString()));
+    SparkSubmitRunner.Result r = SparkSubmitRunner.run(args, List.of(),
+        List.of(confDir.toString()), Map.of("YARN_CONF_DIR", confDir.toString()), dir,
+        Duration.ofMinutes(3));
+    String diag = r.commandLine() + "\nexited " + r.exitCode() + ":\n" + r.tail(60)
+        + "\ncontainers' logs end with:\n" + containerLogTails();
+    assertEquals(0, r.exitCode(), diag);
+    assertTrue(Files.exists(out), "no result file; " + diag);
+    String line = Files.readString(out).trim();
+    Map<String, String> f = SparkSubmitRunner.fields(line);
+    ApplicationId app = ApplicationId.fromString(f.get("app"));
+    ApplicationReport report = finalReport(app);
+    assertEquals(name, report.getName());
+    assertEquals(YarnApplicationState.FINISHED, report.getYarnApplicationState(),
+        report.getDiagnostics());
+    assertEquals(FinalApplicationStatus.SUCCEEDED, report.getFinalApplicationStatus(),
+        report.getDiagnostics());
+    assertEquals("yarn", f.get("master"));
+    assertEquals("2", f.get("ranks"));
+    assertEquals("true", f.get("identical"), line);
+    assertTrue(Double.parseDouble(f.get("maxDiffFromSequential")) <= 1e-4, line);
+    assertTrue(Double.parseDouble(f.get("accuracy")) > 0.9, line);
+    String[] executors = f.get("executors").split(",");
+    for (String e : executors) {
+      assertTrue(e.contains("/container_"), "rank outside a YARN container: " + line);
+      assertTrue(e.contains(app.toString().replace("application_", "")), "a container of "
+          + "another application: " + line);
+    }
+    assertEquals(2, Arrays.stream(executors).map(e -> e.replaceAll(".*/nm", "")).distinct()
+        .count(), "the two ranks on the two NodeManagers: " + line);
+    if (mode.equals("client")) {
+      assertEquals(line, r.resultLine(), "the driver (the submitter) printed the result");
+    } else {
+      assertTrue(amStdout(app).contains(line), "the driver in the AM container printed "
+          + "the result");
+    }
+    System.out.printf("%s%n  -> exit 0 in %.1f s; %s %s %s: %s%n", r.commandLine(),
+        r.seconds(), app, report.getYarnApplicationState(),
+        report.getFinalApplicationStatus(), line);
+  }
+
+  /** The application's report once the RM has it in a final state. */
+  private static ApplicationReport finalReport(ApplicationId app) throws Exception {
+    try (YarnClient client = YarnClient.createYarnClient()) {
+      client.init(yarn.getConfig());
+      client.start();
+      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (true) {
+        ApplicationReport r = client.getApplicationReport(app);
+        YarnApplicationState s = r.getYarnApplicationState();
+        if (s == YarnApplicationState.FINISHED || s == YarnApplicationState.FAILED
+            || s == YarnApplicationState.KILLED || System.nanoTime() > until) {
+          return r;
+        }
+        Thread.sleep(200);
+      }
+    }
+  }
+
+  /** The stdout of the application's first container (the AM: in cluster mode the driver). */
+  private static String amStdout(ApplicationId app) throws IOException {
+    String first = "container_" + app.toString().replace("application_", "") + "_01_000001";
+    try (Stream<Path> s = Files.walk(yarn.getTestWorkDir().toPath())) {
+      List<Path> files = s.filter(p -> p.getFileName().toString().equals("stdout")
+          && p.getParent().getFileName().toString().endsWith(first.substring(10))).toList();
+      StringBuilder b = new StringBuilder();
+      for (Path p : files) {
+        b.append(Files.readString(p));
+      }
+      return b.toString();
+    }
+  }
+
+  private static String containerLogTails() {
+    List<String> out = new ArrayList<>();
+    try (Stream<Path> s = Files.walk(yarn.getTestWorkDir().toPath())) {
+      for (Path p : s.filter(f -> f.getFileName().toString().equals("stderr")).sorted()
+          .toList()) {
+        List<String> lines = Files.readAllLines(p);
+        out.add("== " + p.getParent().getFileName());
+        out.addAll(lines.subList(Math.max(0, lines.size() - 20), lines.size()));
+      }
+    } catch (IOException | RuntimeException e) {
+      out.add("(cannot read the logs: " + e + ")");
+    }
+    return String.join("\n", out);
+  }
+}
