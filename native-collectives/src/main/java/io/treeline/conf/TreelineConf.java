@@ -38,8 +38,8 @@ public final class TreelineConf {
           + "(NCCL's double binary tree), oneshot, twoshot (inside one node only) or "
           + "hierarchical (intra-node reduce-scatter, trees across nodes, intra-node "
           + "all-gather).")
-      .stringConf().check(s -> s.equals("auto") || parses(s), "must be auto, ring, dbt, "
-          + "oneshot, twoshot or hierarchical")
+      .stringConf().check(s -> s.equals("auto") || parses(s), "must be auto or one of "
+          + Algorithm.ids())
       .createWithDefault("auto");
 
   public static final ConfEntry<Long> BUCKET_BYTES = conf("spark.treeline.bucketBytes")

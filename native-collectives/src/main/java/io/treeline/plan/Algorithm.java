@@ -36,6 +36,12 @@ public enum Algorithm {
     return (this != ONESHOT && this != TWOSHOT) || topo.nodes() == 1;
   }
 
+  /** Every algorithm's id, in declaration order, comma separated (for help and errors). */
+  public static String ids() {
+    return java.util.Arrays.stream(values()).map(Algorithm::id)
+        .collect(java.util.stream.Collectors.joining(", "));
+  }
+
   public static Algorithm parse(String s) {
     String k = s.trim().toLowerCase(Locale.ROOT);
     for (Algorithm a : values()) {
@@ -47,6 +53,6 @@ public enum Algorithm {
       return DBT;
     }
     throw new IllegalArgumentException("unknown algorithm '" + s
-        + "'; expected one of ring, dbt, oneshot, twoshot, hierarchical");
+        + "'; expected one of " + ids());
   }
 }

@@ -50,6 +50,6 @@ class TreelineConfTest {
     assertTrue(e.getMessage().contains("not a valid duration"), e.getMessage());
     e = assertThrows(IllegalArgumentException.class,
         () -> new TreelineConf(Map.of("spark.treeline.algorithm", "butterfly")));
-    assertTrue(e.getMessage().contains("must be auto, ring"), e.getMessage());
+    assertTrue(e.getMessage().contains("must be auto or one of ring, dbt, oneshot, twoshot, hierarchical"), e.getMessage());
   }
 }
