@@ -96,9 +96,9 @@ public final class Treeline {
 
   /**
    * The GPU path inside a barrier stage: a {@link DeviceCommunicator} on the GPU Spark gave
-   * this task ({@code spark.task.resource.gpu.amount=1}; its address is the CUDA ordinal this
-   * executor sees, usually 0 under YARN's isolation: ranks are told apart by GPU UUID, not by
-   * it). Inside a node the ranks map each other's registered buffers through CUDA IPC; across
+   * this task ({@code spark.task.resource.gpu.amount=1}; its address, an nvidia-smi index or a
+   * UUID, is bound to this process's CUDA ordinal by {@link GpuBinding}: ranks are told apart
+   * by GPU UUID, not by ordinal). Inside a node the ranks map each other's registered buffers through CUDA IPC; across
    * nodes slices cross through pinned host memory and TCP. Like {@link #communicator()}: the
    * first call sets it up (every task must call it), the task's end closes it. Where there is
    * no GPU, no CUDA driver or a jar built without nvcc, it fails at once saying which; use
@@ -109,21 +109,15 @@ public final class Treeline {
         DeviceCommunicator.create(boot, CommConfig.from(conf), DeviceOptions.from(conf, gpuOrdinal(tc))));
   }
 
-  /** The CUDA ordinal of the GPU Spark assigned to this task, or 0 when none was assigned. */
+  /**
+   * The CUDA ordinal of the GPU Spark assigned to this task ({@link GpuBinding}: by nvidia-smi
+   * index or UUID, refusing an address this process cannot see), or 0 when none was assigned.
+   */
   static int gpuOrdinal(TaskContext tc) {
-    scala.Option<org.apache.spark.resource.ResourceInformation> gpu =
-        tc.resources().get("gpu");
-    if (gpu.isEmpty() || gpu.get().addresses().length == 0) {
-      return 0;
-    }
-    String address = gpu.get().addresses()[0];
-    try {
-      return Integer.parseInt(address.trim());
-    } catch (NumberFormatException e) {
-      throw new IllegalStateException("the GPU address Spark assigned, '" + address + "', is not "
-          + "a CUDA ordinal; the GPU discovery script must print ordinals (as Spark's "
-          + "getGpusResources.sh does)", e);
-    }
+    GpuBinding.Bound b = GpuBinding.forTask();
+    // without a CUDA driver the ordinal is unknown; DeviceCommunicator then says why it
+    // cannot start
+    return b == null ? 0 : Math.max(0, b.cudaOrdinal());
   }
 
   /** Communicators open in this JVM (tasks still running); for tests and metrics. */

@@ -123,6 +123,15 @@ final class SparkSubmitRunner {
    */
   static Result run(List<String> args, List<String> jvmProps, List<String> extraClasspath,
       Map<String, String> env, Path dir, Duration timeout) throws Exception {
+    return run(args, jvmProps, extraClasspath, env, dir, timeout, null);
+  }
+
+  /**
+   * As {@link #run(List, List, List, Map, Path, Duration)}; when {@code stopWhen} is not null,
+   * the run is ended (its process tree killed, exit code -1) as soon as its output holds it.
+   */
+  static Result run(List<String> args, List<String> jvmProps, List<String> extraClasspath,
+      Map<String, String> env, Path dir, Duration timeout, String stopWhen) throws Exception {
     Files.createDirectories(dir);
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -149,7 +158,16 @@ final class SparkSubmitRunner {
     long t0 = System.nanoTime();
     Process p = pb.start();
     try {
-      if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      while (stopWhen != null && p.isAlive() && System.nanoTime() < deadline) {
+        if (read(log).contains(stopWhen)) {
+          p.descendants().forEach(ProcessHandle::destroyForcibly);
+          p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+          return new Result(-1, read(log), shown, (System.nanoTime() - t0) / 1e9);
+        }
+        Thread.sleep(250);
+      }
+      if (!p.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
         p.descendants().forEach(ProcessHandle::destroyForcibly);
         p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
         throw new AssertionError(shown + "\ndid not end within " + timeout + "; its output ends "

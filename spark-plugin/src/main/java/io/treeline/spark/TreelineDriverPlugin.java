@@ -35,4 +35,19 @@ public final class TreelineDriverPlugin implements DriverPlugin {
     LOG.log(System.Logger.Level.INFO, "Treeline enabled on " + sc.master());
     return Map.of();
   }
+
+  /** An executor's plugin refusing to start (its GPU), sent before it exits. */
+  public record Refusal(String executorId, String reason) implements java.io.Serializable {
+  }
+
+  @Override
+  public Object receive(Object message) {
+    if (message instanceof Refusal r) {
+      LOG.log(System.Logger.Level.ERROR, "Treeline: executor " + r.executorId()
+          + " did not start: " + r.reason());
+      return "logged";
+    }
+    throw new IllegalArgumentException("Treeline's driver plugin got an unknown message: "
+        + message);
+  }
 }

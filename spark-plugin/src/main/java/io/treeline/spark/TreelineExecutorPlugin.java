@@ -2,6 +2,7 @@ package io.treeline.spark;
 
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
+import io.treeline.barrier.GpuBinding;
 import io.treeline.comm.CommStats;
 import io.treeline.kernels.GpuDevices;
 import io.treeline.plan.Algorithm;
@@ -23,7 +24,8 @@ import org.apache.spark.resource.ResourceInformation;
  * Executor side: publishes Treeline's counters (collectives, bytes, time per algorithm,
  * failures) and the PCIe links of the node's GPUs and NICs (warnings, link bandwidth share, AER
  * counts) as Spark metrics ({@code plugin.io.treeline.spark.TreelinePlugin.*}), and logs the
- * node's topology report and the GPU Spark assigned. Init failures are logged with their reason
+ * node's topology report and the GPU Spark assigned, bound by {@link GpuBinding} (an executor
+ * whose GPU address names no GPU it can see is refused at start-up). Init failures are logged with their reason
  * and rethrown, so a half-initialised executor fails fast instead of lingering until its
  * heartbeat times out.
  */
@@ -80,10 +82,30 @@ public final class TreelineExecutorPlugin implements ExecutorPlugin {
         LOG.log(System.Logger.Level.WARNING, "Treeline: cannot read the topology: " + e);
       }
       ResourceInformation gpu = ctx.resources().get("gpu");
-      // not ctx.hostname(): an executor's RpcEnv has no address of its own (it throws)
-      LOG.log(System.Logger.Level.INFO, "Treeline executor " + ctx.executorID() + " on node "
-          + io.treeline.bootstrap.NodeIdentity.local() + ": " + (gpu == null ? "no GPU assigned, host path"
-          : "GPU address(es) " + String.join(",", gpu.addresses())));
+      String where = "Treeline executor " + ctx.executorID() + " on node "
+          + io.treeline.bootstrap.NodeIdentity.local();
+      if (gpu == null || gpu.addresses().length == 0) {
+        LOG.log(System.Logger.Level.INFO, where + ": no GPU assigned, host path");
+      } else {
+        // refuse at start-up an executor whose GPU address names no GPU it can see: its
+        // tasks would otherwise fail one by one, or run on another rank's GPU
+        List<GpuBinding.Bound> bound;
+        try {
+          bound = GpuBinding.resolveAll(gpu);
+        } catch (IllegalStateException e) {
+          String why = where + " refuses its GPU: " + e.getMessage();
+          // the driver logs it too: an executor's own log is hard to reach (YARN keeps it
+          // with the container, local-cluster deletes it with the worker)
+          try {
+            ctx.ask(new TreelineDriverPlugin.Refusal(ctx.executorID(), why));
+          } catch (Exception sendFailed) {
+            e.addSuppressed(sendFailed);
+          }
+          throw new IllegalStateException(why, e);
+        }
+        LOG.log(System.Logger.Level.INFO, where + ": " + bound.stream().map(Object::toString)
+            .collect(java.util.stream.Collectors.joining("; ")));
+      }
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.ERROR, "Treeline executor plugin failed to initialise: " + e,
           e);

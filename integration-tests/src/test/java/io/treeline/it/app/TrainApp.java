@@ -126,10 +126,14 @@ public final class TrainApp {
     }
   }
 
-  /** The GPU Spark assigned to this task, as Treeline bound it, or "none". */
+  /**
+   * The GPU Spark assigned to this task as Treeline binds it (address/nvidia-smi index/UUID/
+   * CUDA ordinal), or "none".
+   */
   static String gpuOf() {
-    var gpu = org.apache.spark.TaskContext.get().resources().get("gpu");
-    return gpu.isEmpty() ? "none" : String.join("+", gpu.get().addresses());
+    io.treeline.barrier.GpuBinding.Bound b = io.treeline.barrier.GpuBinding.forTask();
+    return b == null ? "none" : b.address() + "/" + b.smiIndex() + "/" + b.uuid() + "/"
+        + b.cudaOrdinal();
   }
 
   /** Three classes with means on a circle, unit variance; last column is the label. */
