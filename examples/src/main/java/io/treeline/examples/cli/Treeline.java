@@ -66,7 +66,7 @@ public final class Treeline implements Callable<Integer> {
     cl.addSubcommand(new TopoCommand(out));
     cl.addSubcommand(new CommandLine.HelpCommand());
     CommandLine completion = new CommandLine(new AutoComplete.GenerateCompletion());
-    completion.getCommandSpec().usageMessage().hidden(false);
+    completion.getCommandSpec().name("completion").usageMessage().hidden(false);
     cl.addSubcommand("completion", completion);
     layout(cl);
     Units.register(cl);

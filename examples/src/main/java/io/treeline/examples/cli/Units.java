@@ -21,7 +21,7 @@ import picocli.CommandLine.TypeConversionException;
  */
 final class Units {
   private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kmgt]?)(i?b)?");
-  private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|min|h)?");
+  private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|min|h|d)?");
 
   private Units() {
   }
@@ -82,6 +82,7 @@ final class Units {
       case "ms" -> Duration.ofMillis(v);
       case "m", "min" -> Duration.ofMinutes(v);
       case "h" -> Duration.ofHours(v);
+      case "d" -> Duration.ofDays(v);
       default -> Duration.ofSeconds(v);
     };
   }
@@ -136,7 +137,8 @@ final class Units {
   /** {@code v} within [lo, hi], else a usage error naming the option and the range. */
   static long range(CommandSpec spec, String option, long v, long lo, long hi) {
     if (v < lo || v > hi) {
-      throw usage(spec, option + " must be " + (hi == Long.MAX_VALUE ? "at least " + lo
+      throw usage(spec, option + " must be " + (hi == Long.MAX_VALUE || hi == Integer.MAX_VALUE
+          ? "at least " + lo
           : "between " + lo + " and " + hi) + ", not " + v);
     }
     return v;
@@ -197,7 +199,8 @@ final class Units {
 
   static String text(Duration d) {
     long ms = d.toMillis();
-    return ms % 3_600_000 == 0 ? ms / 3_600_000 + "h" : ms % 60_000 == 0 && ms >= 600_000
+    return ms == 0 ? "0s" : ms % 86_400_000 == 0 ? ms / 86_400_000 + "d"
+        : ms % 3_600_000 == 0 ? ms / 3_600_000 + "h" : ms % 60_000 == 0 && ms >= 600_000
         ? ms / 60_000 + "min" : ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms";
   }
 

@@ -30,6 +30,7 @@ class TrainCommandTest {
     assertTrue(o.contains("epoch  2/2"), o);
     assertTrue(o.contains("replicas identical on all 2 ranks"), o);
     assertTrue(Files.exists(dir.resolve("train.png")));
+    assertTrue(Files.exists(dir.resolve("train.svg")));
   }
 
   @Test
