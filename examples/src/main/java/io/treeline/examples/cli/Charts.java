@@ -64,6 +64,7 @@ final class Charts {
     XYChart time = panel("time per call", "message size", "time (us)");
     XYChart bw = panel("bus bandwidth", "message size", "busbw (GB/s)");
     time.getStyler().setYAxisLogarithmic(true);
+    bw.getStyler().setYAxisDecimalPattern("0.###");
     for (XYChart c : List.of(time, bw)) {
       c.setCustomXAxisTickLabelsFormatter(Charts::log2Label);
     }
@@ -95,6 +96,7 @@ final class Charts {
     loss.addSeries("loss", x, epochs.stream().mapToDouble(Trainer.Epoch::loss).toArray());
     loss.getStyler().setLegendPosition(Styler.LegendPosition.InsideNE);
     for (XYChart c : List.of(acc, loss)) {
+      c.getStyler().setYAxisDecimalPattern("0.###");
       c.setCustomXAxisTickLabelsFormatter(v -> isWhole(v) ? Long.toString(Math.round(v)) : "");
     }
     return write(title, caption, List.of(acc, loss), png);
