@@ -1,5 +1,9 @@
 package io.treeline.plan;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
 
 /**
@@ -72,88 +76,85 @@ public final class PlanPrinter {
     throw new AssertionError(s);
   }
 
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** One line of JSON (Jackson): the plan's figures, its trees and every rank's steps. */
   public static String json(Plan p) {
-    StringBuilder b = new StringBuilder(64 + p.totalSteps() * 64);
     Topology t = p.topology();
-    b.append("{\"algorithm\":\"").append(p.algorithm()).append("\",\"collective\":\"")
-        .append(p.collective().name().toLowerCase().replace("_", "")).append("\",\"dtype\":\"")
-        .append(p.type().name().toLowerCase()).append("\",\"count\":").append(p.count())
-        .append(",\"bytes\":").append(p.bytes()).append(",\"chunkBytes\":")
-        .append(p.config().chunkBytes()).append(",\"nodes\":").append(t.nodes())
-        .append(",\"ranks\":").append(t.size()).append(",\"lanes\":").append(p.lanes())
-        .append(",\"ranksPerNode\":[");
+    ObjectNode o = JSON.createObjectNode();
+    o.put("algorithm", p.algorithm().toString())
+        .put("collective", p.collective().name().toLowerCase().replace("_", ""))
+        .put("dtype", p.type().name().toLowerCase()).put("count", p.count())
+        .put("bytes", p.bytes()).put("chunkBytes", p.config().chunkBytes())
+        .put("nodes", t.nodes()).put("ranks", t.size()).put("lanes", p.lanes());
+    ArrayNode perNode = o.putArray("ranksPerNode");
     for (int n = 0; n < t.nodes(); n++) {
-      b.append(n == 0 ? "" : ",").append(t.localSize(n));
+      perNode.add(t.localSize(n));
     }
-    b.append("]");
     if (p.root() >= 0) {
-      b.append(",\"root\":").append(p.root());
+      o.put("root", p.root());
     }
     if (!p.trees().isEmpty()) {
-      b.append(",\"trees\":[");
-      for (int k = 0; k < p.trees().size(); k++) {
-        TreeShape tr = p.trees().get(k);
-        b.append(k == 0 ? "[" : ",[");
+      ArrayNode trees = o.putArray("trees");
+      for (TreeShape tr : p.trees()) {
+        ArrayNode tree = trees.addArray();
         for (int v = 0; v < tr.size(); v++) {
-          b.append(v == 0 ? "" : ",").append("{\"node\":").append(v).append(",\"parent\":")
-              .append(tr.parent()[v]).append(",\"children\":").append(list(tr.children()[v]))
-              .append("}");
+          ObjectNode node = tree.addObject().put("node", v).put("parent", tr.parent()[v]);
+          ints(node.putArray("children"), tr.children()[v]);
         }
-        b.append("]");
       }
-      b.append("]");
     }
-    b.append(",\"schedules\":[");
+    ArrayNode schedules = o.putArray("schedules");
     for (int r = 0; r < p.size(); r++) {
-      b.append(r == 0 ? "" : ",").append("{\"rank\":").append(r).append(",\"node\":")
-          .append(t.node(r)).append(",\"local\":").append(t.localRank(r)).append(",\"steps\":[");
-      List<Step> steps = p.steps(r);
-      for (int i = 0; i < steps.size(); i++) {
-        b.append(i == 0 ? "" : ",");
-        stepJson(b, steps.get(i));
+      ObjectNode rank = schedules.addObject().put("rank", r).put("node", t.node(r))
+          .put("local", t.localRank(r));
+      ArrayNode steps = rank.putArray("steps");
+      for (Step s : p.steps(r)) {
+        step(steps.addObject(), s);
       }
-      b.append("]}");
     }
-    return b.append("]}").toString();
+    try {
+      return JSON.writeValueAsString(o);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("a plan's JSON tree did not serialise", e);
+    }
   }
 
-  private static void stepJson(StringBuilder b, Step s) {
+  private static void step(ObjectNode o, Step s) {
     if (s instanceof Step.Copy c) {
-      b.append("{\"op\":\"copy\"");
-      region(b, s).append(",\"finish\":").append(c.finish());
+      region(o.put("op", "copy"), s).put("finish", c.finish());
     } else if (s instanceof Step.Send x) {
-      b.append("{\"op\":\"send\",\"peer\":").append(x.peer()).append(",\"lane\":")
-          .append(x.lane()).append(",\"buf\":\"").append(x.src().name().toLowerCase())
-          .append('"');
-      region(b, s);
+      region(o.put("op", "send").put("peer", x.peer()).put("lane", x.lane())
+          .put("buf", x.src().name().toLowerCase()), s);
     } else if (s instanceof Step.RecvReduce x) {
-      b.append("{\"op\":\"recv-reduce\",\"peer\":").append(x.peer()).append(",\"lane\":")
-          .append(x.lane()).append(",\"acc\":\"").append(x.acc().name().toLowerCase())
-          .append('"');
-      region(b, s).append(",\"finish\":").append(x.finish());
+      region(o.put("op", "recv-reduce").put("peer", x.peer()).put("lane", x.lane())
+          .put("acc", x.acc().name().toLowerCase()), s).put("finish", x.finish());
     } else if (s instanceof Step.RecvCopy x) {
-      b.append("{\"op\":\"recv-copy\",\"peer\":").append(x.peer()).append(",\"lane\":")
-          .append(x.lane());
-      region(b, s);
+      region(o.put("op", "recv-copy").put("peer", x.peer()).put("lane", x.lane()), s);
     } else if (s instanceof Step.Signal x) {
-      b.append("{\"op\":\"signal\",\"phase\":").append(x.phase());
+      o.put("op", "signal").put("phase", x.phase());
     } else if (s instanceof Step.Wait x) {
-      b.append("{\"op\":\"wait\",\"peer\":").append(x.peer()).append(",\"phase\":")
-          .append(x.phase());
+      o.put("op", "wait").put("peer", x.peer()).put("phase", x.phase());
     } else if (s instanceof Step.ReduceFrom x) {
-      b.append("{\"op\":\"reduce-from\",\"peers\":").append(list(x.peers()))
-          .append(",\"buf\":\"").append(x.buf().name().toLowerCase()).append('"');
-      region(b, s).append(",\"finish\":").append(x.finish());
+      o.put("op", "reduce-from");
+      ints(o.putArray("peers"), x.peers());
+      region(o.put("buf", x.buf().name().toLowerCase()), s).put("finish", x.finish());
     } else if (s instanceof Step.CopyFrom x) {
-      b.append("{\"op\":\"copy-from\",\"peer\":").append(x.peer()).append(",\"buf\":\"")
-          .append(x.buf().name().toLowerCase()).append('"');
-      region(b, s);
+      region(o.put("op", "copy-from").put("peer", x.peer())
+          .put("buf", x.buf().name().toLowerCase()), s);
+    } else {
+      throw new AssertionError(s);
     }
-    b.append('}');
   }
 
-  private static StringBuilder region(StringBuilder b, Step s) {
-    return b.append(",\"offset\":").append(s.offset()).append(",\"count\":").append(s.count());
+  private static ObjectNode region(ObjectNode o, Step s) {
+    return o.put("offset", s.offset()).put("count", s.count());
+  }
+
+  private static void ints(ArrayNode a, int[] xs) {
+    for (int x : xs) {
+      a.add(x);
+    }
   }
 
   private static String fin(boolean finish) {

@@ -1,6 +1,12 @@
 package io.treeline.topology;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -386,113 +392,85 @@ public record TopologyReport(List<Gpu> gpus, String gpuSource, TopoMatrix matrix
         : String.valueOf(speed)) + " GT/s x" + width;
   }
 
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** One line of JSON (Jackson); absent parts are null, as are unmeasured cells. */
   public String json() {
-    StringBuilder b = new StringBuilder("{\"gpuSource\":").append(q(gpuSource))
-        .append(",\"gpus\":[");
-    for (int i = 0; i < gpus.size(); i++) {
-      Gpu g = gpus.get(i);
-      b.append(i == 0 ? "" : ",").append("{\"index\":").append(g.index()).append(",\"uuid\":")
-          .append(q(g.uuid())).append(",\"busId\":").append(q(g.busId())).append(",\"name\":")
-          .append(q(g.name())).append(",\"numaNode\":").append(g.numaNode()).append('}');
+    ObjectNode o = JSON.createObjectNode();
+    o.put("gpuSource", gpuSource);
+    ArrayNode gs = o.putArray("gpus");
+    for (Gpu g : gpus) {
+      gs.addObject().put("index", g.index()).put("uuid", g.uuid()).put("busId", g.busId())
+          .put("name", g.name()).put("numaNode", g.numaNode());
     }
-    b.append("],\"links\":");
     if (matrix == null) {
-      b.append("null");
+      o.putNull("links");
     } else {
-      b.append("{\"source\":").append(q(linkSource)).append(",\"devices\":[");
-      for (int i = 0; i < matrix.devices().size(); i++) {
-        b.append(i == 0 ? "" : ",").append(q(matrix.devices().get(i)));
-      }
-      b.append("],\"matrix\":");
+      ObjectNode l = o.putObject("links").put("source", linkSource);
+      ArrayNode devices = l.putArray("devices");
+      matrix.devices().forEach(devices::add);
       int n = matrix.devices().size();
-      grid(b, n, (i, j) -> q(matrix.link(i, j).toString()));
-      b.append('}');
+      grid(l.putArray("matrix"), n, (a, i, j) -> a.add(matrix.link(i, j).toString()));
     }
-    b.append(",\"ipc\":");
     if (ipc == null) {
-      b.append("null");
+      o.putNull("ipc");
     } else {
-      b.append("{\"unavailable\":").append(q(ipc.unavailable())).append(",\"open\":");
-      grid(b, ipc.gpus(), (i, j) -> Boolean.toString(ipc.open()[i][j]));
-      b.append(",\"errors\":");
-      grid(b, ipc.gpus(), (i, j) -> q(ipc.error()[i][j]));
-      b.append('}');
+      ObjectNode x = o.putObject("ipc").put("unavailable", ipc.unavailable());
+      grid(x.putArray("open"), ipc.gpus(), (a, i, j) -> a.add(ipc.open()[i][j]));
+      grid(x.putArray("errors"), ipc.gpus(), (a, i, j) -> a.add(ipc.error()[i][j]));
     }
-    b.append(",\"bandwidth\":");
     if (bandwidth.isEmpty() && bandwidthUnavailable == null) {
-      b.append("null");
+      o.putNull("bandwidth");
     } else {
-      b.append("{\"unit\":").append(q(BandwidthMatrix.UNIT)).append(",\"unavailable\":")
-          .append(q(bandwidthUnavailable)).append(",\"matrices\":[");
-      for (int k = 0; k < bandwidth.size(); k++) {
-        BandwidthMatrix m = bandwidth.get(k);
-        b.append(k == 0 ? "" : ",").append("{\"bytes\":").append(m.bytes())
-            .append(",\"repetitions\":").append(m.repetitions()).append(",\"gbps\":");
-        grid(b, m.gpus(), (i, j) -> Double.isNaN(m.gbps()[i][j]) ? "null"
-            : String.format(java.util.Locale.ROOT, "%.2f", m.gbps()[i][j]));
-        b.append(",\"peerAccess\":");
-        grid(b, m.gpus(), (i, j) -> Boolean.toString(m.peerAccess()[i][j]));
-        b.append(",\"errors\":");
-        grid(b, m.gpus(), (i, j) -> q(m.error()[i][j]));
-        b.append('}');
+      ObjectNode bw = o.putObject("bandwidth").put("unit", BandwidthMatrix.UNIT)
+          .put("unavailable", bandwidthUnavailable);
+      ArrayNode ms = bw.putArray("matrices");
+      for (BandwidthMatrix m : bandwidth) {
+        ObjectNode mo = ms.addObject().put("bytes", m.bytes())
+            .put("repetitions", m.repetitions());
+        grid(mo.putArray("gbps"), m.gpus(), (a, i, j) -> {
+          double v = m.gbps()[i][j];
+          if (Double.isNaN(v)) {
+            a.addNull();
+          } else {
+            a.add(BigDecimal.valueOf(v).setScale(2, RoundingMode.HALF_UP)); // as "%.2f"
+          }
+        });
+        grid(mo.putArray("peerAccess"), m.gpus(), (a, i, j) -> a.add(m.peerAccess()[i][j]));
+        grid(mo.putArray("errors"), m.gpus(), (a, i, j) -> a.add(m.error()[i][j]));
       }
-      b.append("]}");
     }
-    b.append(",\"pci\":[");
-    boolean first = true;
+    ArrayNode ps = o.putArray("pci");
     for (PciDevice d : pci) {
-      if (!(d.isGpu() || d.isNic())) {
-        continue;
+      if (d.isGpu() || d.isNic()) {
+        ps.addObject().put("bdf", d.bdf()).put("role", d.role()).put("numaNode", d.numaNode())
+            .put("speedGTs", d.speed()).put("width", d.width()).put("maxSpeedGTs", d.maxSpeed())
+            .put("maxWidth", d.maxWidth()).put("aerCorrectable", d.aerCorrectable());
       }
-      b.append(first ? "" : ",").append("{\"bdf\":").append(q(d.bdf())).append(",\"role\":")
-          .append(q(d.role())).append(",\"numaNode\":").append(d.numaNode())
-          .append(",\"speedGTs\":").append(d.speed()).append(",\"width\":").append(d.width())
-          .append(",\"maxSpeedGTs\":").append(d.maxSpeed()).append(",\"maxWidth\":")
-          .append(d.maxWidth()).append(",\"aerCorrectable\":").append(d.aerCorrectable())
-          .append('}');
-      first = false;
     }
-    b.append("],\"warnings\":[");
-    for (int i = 0; i < warnings.size(); i++) {
-      b.append(i == 0 ? "" : ",").append(q(warnings.get(i).toString()));
+    ArrayNode ws = o.putArray("warnings");
+    warnings.forEach(w -> ws.add(w.toString()));
+    ArrayNode ns = o.putArray("notes");
+    notes.forEach(ns::add);
+    try {
+      return JSON.writeValueAsString(o);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("the report's JSON tree did not serialise", e);
     }
-    b.append("],\"notes\":[");
-    for (int i = 0; i < notes.size(); i++) {
-      b.append(i == 0 ? "" : ",").append(q(notes.get(i)));
-    }
-    return b.append("]}").toString();
   }
 
-  private static void grid(StringBuilder b, int n,
-      java.util.function.BiFunction<Integer, Integer, String> cell) {
-    b.append('[');
+  /** Fills an n x n array of arrays, cell by cell. */
+  private interface Cell {
+    void add(ArrayNode row, int i, int j);
+  }
+
+  private static void grid(ArrayNode a, int n, Cell cell) {
     for (int i = 0; i < n; i++) {
-      b.append(i == 0 ? "[" : ",[");
+      ArrayNode row = a.addArray();
       for (int j = 0; j < n; j++) {
-        b.append(j == 0 ? "" : ",").append(cell.apply(i, j));
-      }
-      b.append(']');
-    }
-    b.append(']');
-  }
-
-  /** A JSON string (null for null), escaping what JSON requires. */
-  private static String q(String s) {
-    if (s == null) {
-      return "null";
-    }
-    StringBuilder b = new StringBuilder("\"");
-    for (char c : s.toCharArray()) {
-      switch (c) {
-        case '"' -> b.append("\\\"");
-        case '\\' -> b.append("\\\\");
-        case '\n' -> b.append("\\n");
-        case '\t' -> b.append("\\t");
-        case '\r' -> b.append("\\r");
-        default -> b.append(c < 0x20 ? String.format("\\u%04x", (int) c) : String.valueOf(c));
+        cell.add(row, i, j);
       }
     }
-    return b.append('"').toString();
   }
 
   /** Reads a file, or returns null for a null path. */

@@ -18,8 +18,15 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalDateTime;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicReference;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code ./treeline bench}: the allreduce benchmark, in the format of nccl-tests'
@@ -28,71 +35,134 @@ import java.util.concurrent.atomic.AtomicReference;
  * reference). Each size also measures a single-thread memcpy of the same bytes in the same run,
  * so that results from noisy machines can be read as ratios. Writes CSV and a PNG plot.
  */
-final class BenchCommand {
-  private BenchCommand() {
-  }
+@Command(name = "bench",
+    header = "Allreduce benchmark, nccl-tests style: table, CSV and plots", mixinStandardHelpOptions = true,
+    versionProvider = Treeline.Version.class, sortOptions = false,
+    description = {"Allreduce benchmark in the style of nccl-tests' all_reduce_perf. Ranks run "
+        + "as threads of this JVM, or as separate JVMs under ./treeline run (shm inside nodes, "
+        + "TCP across). Every result is checked against the expected values. nccl-tests' short "
+        + "options work too: -b -e -f -n -w -d -o.",
+        "",
+        "./treeline bench --device (or ./treeline bench device) is the GPU benchmark."},
+    footer = {"", "Examples:", "  ./treeline bench --nodes 2 --ranks-per-node 2 --algo "
+        + "auto,ring,dbt,hierarchical --max-bytes 64M",
+        "  ./treeline run --nodes 2 --ranks-per-node 2 -- bench -b 8 -e 64M -f 4"})
+final class BenchCommand implements Callable<Integer> {
 
   private record Row(long bytes, long count, String algo, double micros, double algbw,
       double busbw, long wrong, double memcpy) {
   }
 
-  static int run(String[] argv, PrintStream out) throws Exception {
-    List<String> device = new ArrayList<>(List.of(argv));
-    if (device.remove("--device")) {
-      return DeviceBenchCommand.run(device.toArray(new String[0]), out);
+  @Spec
+  CommandSpec spec;
+
+  private final PrintStream out;
+
+  @Option(names = "--nodes", paramLabel = "N", defaultValue = "1",
+      description = "simulated nodes, 1..64 (default: ${DEFAULT-VALUE})")
+  int nodes;
+
+  @Option(names = "--ranks-per-node", paramLabel = "G", defaultValue = "4",
+      description = "ranks per node, 1..64, at most 256 ranks in all (default: ${DEFAULT-VALUE})")
+  int ranksPerNode;
+
+  @Option(names = "--algo", paramLabel = "LIST", split = ",", defaultValue = "auto",
+      description = "comma list of auto, ring, dbt, oneshot, twoshot, hierarchical "
+          + "(default: ${DEFAULT-VALUE})")
+  List<String> algos;
+
+  @Option(names = {"-d", "--dtype"}, paramLabel = "TYPE", defaultValue = "f32",
+      description = "f32, f64, f16, bf16, i32, i64, u8 (default: ${DEFAULT-VALUE})")
+  DataType type;
+
+  @Option(names = {"-o", "--op"}, paramLabel = "OP", defaultValue = "sum",
+      description = "sum, prod, min, max, avg (default: ${DEFAULT-VALUE})")
+  ReduceOp op;
+
+  @Option(names = {"-b", "--min-bytes"}, paramLabel = "SIZE", defaultValue = "8",
+      converter = Units.Size.class,
+      description = "smallest message, e.g. 8, 64K, 1M (default: ${DEFAULT-VALUE})")
+  long minBytes;
+
+  @Option(names = {"-e", "--max-bytes"}, paramLabel = "SIZE", defaultValue = "16M",
+      converter = Units.Size.class,
+      description = "largest message, below 2G (default: ${DEFAULT-VALUE})")
+  long maxBytes;
+
+  @Option(names = {"-f", "--factor"}, paramLabel = "F", defaultValue = "4",
+      description = "size multiplier between rows, 2..1024 (default: ${DEFAULT-VALUE})")
+  int factor;
+
+  @Option(names = {"-n", "--iters"}, paramLabel = "N", defaultValue = "20",
+      description = "timed iterations per size, 1..1000000; a quarter above 64M "
+          + "(default: ${DEFAULT-VALUE})")
+  int iters;
+
+  @Option(names = {"-w", "--warmup"}, paramLabel = "N", defaultValue = "20",
+      description = "untimed iterations per size, 0..1000000; the JIT compiles during these "
+          + "(default: ${DEFAULT-VALUE})")
+  int warmup;
+
+  @Option(names = "--chunk", paramLabel = "SIZE", defaultValue = "512K",
+      converter = Units.Size.class,
+      description = "pipelining chunk of tree and ring plans, 64..1G (default: ${DEFAULT-VALUE})")
+  long chunk;
+
+  @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "60s",
+      description = "collective timeout, e.g. 30s, 2min; a plain number is seconds "
+          + "(default: ${DEFAULT-VALUE})")
+  Duration timeout;
+
+  @Option(names = "--out", paramLabel = "DIR", defaultValue = "out/bench",
+      description = "folder for bench.csv, bench.png and bench.svg (default: ${DEFAULT-VALUE})")
+  Path dir;
+
+  BenchCommand(PrintStream out) {
+    this.out = out;
+  }
+
+  /** Checks every option against its range before anything runs. */
+  private List<Long> validate(boolean distributed) {
+    Units.range(spec, "--nodes", nodes, 1, 64);
+    Units.range(spec, "--ranks-per-node", ranksPerNode, 1, 64);
+    Units.range(spec, "--nodes x --ranks-per-node", (long) nodes * ranksPerNode, 1, 256);
+    Units.algorithms(spec, "--algo", algos, List.of("auto", "ring", "dbt", "tree", "oneshot",
+        "twoshot", "hierarchical"));
+    Units.sizeRange(spec, "-b/--min-bytes", minBytes, 1, Integer.MAX_VALUE,
+        "the host benchmark's buffers are Java direct buffers");
+    Units.sizeRange(spec, "-e/--max-bytes", maxBytes, 1, Integer.MAX_VALUE,
+        "the host benchmark's buffers are Java direct buffers");
+    if (minBytes > maxBytes) {
+      throw Units.usage(spec, "-b/--min-bytes " + Units.bytesText(minBytes) + " is larger than "
+          + "-e/--max-bytes " + Units.bytesText(maxBytes));
     }
-    Args a = new Args("bench", "Allreduce benchmark in the style of nccl-tests' all_reduce_perf."
-        + " Ranks run as threads of this JVM,\nor as separate JVMs under ./treeline run (shm "
-        + "inside nodes, TCP across). Every result is checked against\nthe expected values. "
-        + "nccl-tests' short options work too: -b -e -f -n -w -d -o.")
-        .option("nodes", "N", "1", "simulated nodes")
-        .option("ranks-per-node", "G", "4", "ranks per node")
-        .option("algo", "LIST", "auto", "comma list of auto, ring, dbt, oneshot, twoshot, hierarchical")
-        .option("dtype", "TYPE", "f32", "f32, f64, f16, bf16, i32, i64, u8")
-        .option("op", "OP", "sum", "sum, prod, min, max, avg")
-        .option("min-bytes", "SIZE", "8", "smallest message (-b in nccl-tests)")
-        .option("max-bytes", "SIZE", "16M", "largest message (-e)")
-        .option("factor", "F", "4", "size multiplier between rows (-f)")
-        .option("iters", "N", "20", "timed iterations per size (-n); fewer above 64 MiB")
-        .option("warmup", "N", "20", "untimed iterations per size (-w); the JIT compiles during these")
-        .option("chunk", "SIZE", "512K", "pipelining chunk of tree and ring plans")
-        .option("timeout", "SECONDS", "60", "collective timeout")
-        .option("out", "DIR", "out/bench", "folder for bench.csv and bench.png")
-        .flag("device", "the GPU benchmark instead (./treeline bench --device --help)");
-    a.alias("b", "min-bytes").alias("e", "max-bytes").alias("f", "factor").alias("n", "iters")
-        .alias("w", "warmup").alias("d", "dtype").alias("o", "op");
-    if (!a.parse(argv)) {
-      return 0;
-    }
-    Topology topo = Topology.uniform(a.getInt("nodes"), a.getInt("ranks-per-node"));
-    DataType type = DataType.parse(a.get("dtype"));
-    ReduceOp op = ReduceOp.parse(a.get("op"));
-    List<String> algos = List.of(a.get("algo").split(","));
-    for (String s : algos) {
-      if (!s.equals("auto") && System.getenv(TcpStoreBootstrap.RANK) == null) {
-        Algorithm al = Algorithm.parse(s);
-        if (!al.supports(topo)) {
-          throw new Args.UsageException(al.id() + " runs inside one node; with --nodes "
-              + topo.nodes() + " use hierarchical, dbt or ring");
+    Units.range(spec, "-f/--factor", factor, 2, 1024);
+    Units.range(spec, "-n/--iters", iters, 1, 1_000_000);
+    Units.range(spec, "-w/--warmup", warmup, 0, 1_000_000);
+    Units.sizeRange(spec, "--chunk", chunk, 64, 1L << 30, "a pipelining chunk");
+    Units.durationRange(spec, "--timeout", timeout, Duration.ofMillis(100), Duration.ofDays(1));
+    Topology topo = Topology.uniform(nodes, ranksPerNode);
+    if (!distributed) {
+      for (String s : algos) {
+        if (!s.equals("auto") && !Algorithm.parse(s).supports(topo)) {
+          throw Units.usage(spec, "--algo " + Algorithm.parse(s).id() + " runs inside one "
+              + "node; with --nodes " + nodes + " use hierarchical, dbt or ring");
         }
       }
     }
     List<Long> sizes = new ArrayList<>();
-    long factor = a.getInt("factor");
-    if (factor < 2) {
-      throw new Args.UsageException("--factor must be at least 2");
-    }
-    for (long b = Math.max(type.size(), a.getBytes("min-bytes")); b <= a.getBytes("max-bytes");
-        b *= factor) {
+    for (long b = Math.max(type.size(), minBytes); b <= maxBytes; b *= factor) {
       sizes.add(b / type.size() * type.size());
     }
-    int iters = a.getInt("iters");
-    int warmup = a.getInt("warmup");
-    PlanConfig cfg = PlanConfig.DEFAULT.withChunkBytes(a.getBytes("chunk"));
-    Path dir = Path.of(a.get("out"));
+    return sizes;
+  }
 
-    Duration timeout = Duration.ofSeconds(a.getInt("timeout"));
+  @Override
+  public Integer call() throws Exception {
     boolean distributed = System.getenv(TcpStoreBootstrap.RANK) != null;
+    List<Long> sizes = validate(distributed);
+    Topology topo = Topology.uniform(nodes, ranksPerNode);
+    PlanConfig cfg = PlanConfig.DEFAULT.withChunkBytes(chunk);
     List<Row> rows = new ArrayList<>();
     AtomicReference<Throwable> failure = new AtomicReference<>();
     if (distributed) {
@@ -156,7 +226,8 @@ final class BenchCommand {
     out.printf("# avg bus bandwidth    : %.3f GB/s%n", avg);
     try {
       write(dir, rows, topo, type, op, distributed ? "processes" : "threads");
-      out.println("# wrote " + dir.resolve("bench.csv") + " and " + dir.resolve("bench.png"));
+      out.println("# wrote " + dir.resolve("bench.csv") + ", " + dir.resolve("bench.png")
+          + " and " + dir.resolve("bench.svg"));
     } catch (IOException e) {
       System.err.println("treeline bench: cannot write results to " + dir + ": " + e);
       return 1;
@@ -243,15 +314,21 @@ final class BenchCommand {
         Algorithm al = name.equals("auto") ? AlgorithmSelector.DEFAULT.select(topo, bytes)
             : Algorithm.parse(name);
         int it = bytes > (64 << 20) ? Math.max(3, iters / 4) : iters;
-        for (int w = 0; w < warmup; w++) {
-          b.allReduce(al, in, res, count, type, op);
+        double micros;
+        try (Progress bar = b.rank() == 0 ? Progress.start(Units.bytesText(bytes) + " "
+            + al.id(), warmup + it) : Progress.none()) {
+          for (int w = 0; w < warmup; w++) {
+            b.allReduce(al, in, res, count, type, op);
+            bar.step();
+          }
+          b.max(0); // line the ranks up before the clock starts
+          long t0 = System.nanoTime();
+          for (int i = 0; i < it; i++) {
+            b.allReduce(al, in, res, count, type, op);
+            bar.step();
+          }
+          micros = b.max((System.nanoTime() - t0) / 1e3 / it);
         }
-        b.max(0); // line the ranks up before the clock starts
-        long t0 = System.nanoTime();
-        for (int i = 0; i < it; i++) {
-          b.allReduce(al, in, res, count, type, op);
-        }
-        double micros = b.max((System.nanoTime() - t0) / 1e3 / it);
         long wrong = b.sum(countWrong(res, count, type, op, n));
         if (b.rank() == 0) {
           Row row = row(bytes, count, name.equals("auto") ? "auto:" + al.id() : al.id(), micros,
@@ -348,13 +425,15 @@ final class BenchCommand {
     }
     Files.writeString(dir.resolve("bench.csv"), csv);
     try {
-      LinePlot plot = new LinePlot("Treeline allreduce, " + topo.nodes() + " node(s), "
-          + topo.size() + " ranks (" + ranksAre + "), " + type.longName() + " " + op.shortName(),
-          "message size", "busbw (GB/s)");
+      Map<String, List<Charts.SizePoint>> series = new LinkedHashMap<>();
       for (Row r : rows) {
-        plot.add(r.algo.startsWith("auto:") ? "auto" : r.algo, r.bytes, r.busbw);
+        series.computeIfAbsent(r.algo.startsWith("auto:") ? "auto" : r.algo,
+            k -> new ArrayList<>()).add(new Charts.SizePoint(r.bytes, r.micros, r.busbw));
       }
-      plot.write(dir.resolve("bench.png"));
+      Charts.bandwidth("Treeline allreduce, " + topo.nodes() + " node(s), " + topo.size()
+          + " ranks (" + ranksAre + "), " + type.longName() + " " + op.shortName(),
+          Charts.caption(Charts.machine(), "host path, ./treeline bench"), series,
+          dir.resolve("bench.png"));
     } catch (LinkageError e) {
       // a runtime without java.desktop (the jlink image carried to GPU machines): CSV only
       System.err.println("# no plot: this Java runtime has no java.desktop module (" + e

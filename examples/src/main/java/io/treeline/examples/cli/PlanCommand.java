@@ -12,73 +12,140 @@ import io.treeline.plan.TwoShot;
 import io.treeline.plan.verify.SymbolicExecutor;
 import io.treeline.plan.verify.Verification;
 import java.io.PrintStream;
-import java.util.Arrays;
 import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /** {@code ./treeline plan}: print a plan, as text or JSON, and optionally prove it. */
-final class PlanCommand {
-  private PlanCommand() {
+@Command(name = "plan",
+    header = "Print a collective's plan (trees, per-rank steps), --json, --verify", mixinStandardHelpOptions = true,
+    versionProvider = Treeline.Version.class, sortOptions = false,
+    description = {"Print the schedule Treeline would run: the trees over nodes (parent and "
+        + "children in tree 1 and tree 2) and every rank's steps. --verify runs the symbolic "
+        + "executor on it and prints what it proved."},
+    footer = {"", "Examples:", "  ./treeline plan --nodes 4 --gpus 8 --algo dbt --bytes 1M",
+        "  ./treeline plan --nodes 5 --gpus 1 --algo dbt --bytes 1M --json",
+        "  ./treeline plan --nodes 16 --gpus 8 --algo hierarchical --bytes 256M --verify "
+            + "--no-steps"})
+final class PlanCommand implements Callable<Integer> {
+  @Spec
+  CommandSpec spec;
+
+  private final PrintStream out;
+
+  @Option(names = "--nodes", paramLabel = "N", defaultValue = "2",
+      description = "number of nodes, 1..4096 (default: ${DEFAULT-VALUE})")
+  int nodes;
+
+  @Option(names = "--gpus", paramLabel = "G", defaultValue = "4",
+      description = "ranks (GPUs) per node, 1..1024 (default: ${DEFAULT-VALUE})")
+  int gpus;
+
+  @Option(names = "--ranks-per-node", paramLabel = "LIST",
+      description = "uneven nodes, e.g. 4,1,3 (overrides --nodes and --gpus)")
+  String ranksPerNode;
+
+  @Option(names = "--algo", paramLabel = "NAME", defaultValue = "hierarchical",
+      description = "ring, dbt, oneshot, twoshot, hierarchical (default: ${DEFAULT-VALUE})")
+  Algorithm algo;
+
+  @Option(names = "--collective", paramLabel = "NAME", defaultValue = "allreduce",
+      description = "allreduce, reducescatter, allgather, broadcast (default: ${DEFAULT-VALUE})")
+  String collective;
+
+  @Option(names = "--root", paramLabel = "RANK", defaultValue = "0",
+      description = "root rank of a broadcast (default: ${DEFAULT-VALUE})")
+  int root;
+
+  @Option(names = "--bytes", paramLabel = "SIZE", defaultValue = "1M",
+      converter = Units.Size.class,
+      description = "message size, e.g. 8, 64K, 1M, 4G; at most 1T (default: ${DEFAULT-VALUE})")
+  long bytes;
+
+  @Option(names = "--dtype", paramLabel = "TYPE", defaultValue = "f32",
+      description = "f32, f64, f16, bf16, i32, i64, u8 (default: ${DEFAULT-VALUE})")
+  DataType type;
+
+  @Option(names = "--chunk", paramLabel = "SIZE", defaultValue = "512K",
+      converter = Units.Size.class,
+      description = "pipelining chunk of tree and ring plans, 64..1G (default: ${DEFAULT-VALUE})")
+  long chunk;
+
+  @Option(names = "--rank", paramLabel = "R", description = "list only this rank's steps")
+  Integer rank;
+
+  @Option(names = "--json", description = "print JSON for programs instead of text")
+  boolean json;
+
+  @Option(names = "--verify",
+      description = "prove the plan with the symbolic executor and print what it proved")
+  boolean verify;
+
+  @Option(names = "--no-steps", description = "leave out the per-rank step listing")
+  boolean noSteps;
+
+  PlanCommand(PrintStream out) {
+    this.out = out;
   }
 
-  static int run(String[] argv, PrintStream out) {
-    Args a = new Args("plan", "Print the schedule Treeline would run: the trees over nodes "
-        + "(parent and children in tree 1 and tree 2)\nand every rank's steps. --verify runs "
-        + "the symbolic executor on it and prints what it proved.")
-        .option("nodes", "N", "2", "number of nodes")
-        .option("gpus", "G", "4", "ranks (GPUs) per node")
-        .option("ranks-per-node", "LIST", null, "uneven nodes, e.g. 4,1,3 (overrides --nodes/--gpus)")
-        .option("algo", "NAME", "hierarchical", "ring, dbt, oneshot, twoshot, hierarchical")
-        .option("collective", "NAME", "allreduce", "allreduce, reducescatter, allgather, broadcast")
-        .option("root", "RANK", "0", "root rank of a broadcast")
-        .option("bytes", "SIZE", "1M", "message size (8, 64K, 1M, 4G)")
-        .option("dtype", "TYPE", "f32", "f32, f64, f16, bf16, i32, i64, u8")
-        .option("chunk", "SIZE", "512K", "pipelining chunk of tree and ring plans")
-        .option("rank", "R", null, "list only this rank's steps")
-        .flag("json", "print JSON for programs instead of text")
-        .flag("verify", "prove the plan with the symbolic executor and print what it proved")
-        .flag("no-steps", "leave out the per-rank step listing");
-    if (!a.parse(argv)) {
-      return 0;
+  @Override
+  public Integer call() {
+    Topology topo;
+    if (ranksPerNode != null) {
+      topo = Topology.of(Units.intList(spec, "--ranks-per-node", ranksPerNode, 1, 1024));
+      Units.range(spec, "--ranks-per-node (nodes)", topo.nodes(), 1, 4096);
+    } else {
+      Units.range(spec, "--nodes", nodes, 1, 4096);
+      Units.range(spec, "--gpus", gpus, 1, 1024);
+      topo = Topology.uniform(nodes, gpus);
     }
-    Topology topo = a.get("ranks-per-node") != null
-        ? Topology.of(Arrays.stream(a.get("ranks-per-node").split(","))
-            .mapToInt(s -> Integer.parseInt(s.trim())).toArray())
-        : Topology.uniform(a.getInt("nodes"), a.getInt("gpus"));
-    DataType type = DataType.parse(a.get("dtype"));
-    long bytes = a.getBytes("bytes");
+    Units.range(spec, "ranks in all", topo.size(), 1, 65536);
+    Units.sizeRange(spec, "--bytes", bytes, 1, 1L << 40, "a message");
+    Units.sizeRange(spec, "--chunk", chunk, 64, 1L << 30, "a pipelining chunk");
+    if ((bytes + chunk - 1) / chunk > 65536) {
+      throw Units.usage(spec, "--bytes " + Units.bytesText(bytes) + " in --chunk "
+          + Units.bytesText(chunk) + " pieces makes more than 65536 chunks; raise --chunk");
+    }
+    Units.range(spec, "--root", root, 0, topo.size() - 1);
+    if (rank != null) {
+      Units.range(spec, "--rank", rank, 0, topo.size() - 1);
+    }
     if (bytes % type.size() != 0) {
-      throw new Args.UsageException("--bytes " + bytes + " is not a whole number of "
+      throw Units.usage(spec, "--bytes " + bytes + " is not a whole number of "
           + type.longName() + " elements (" + type.size() + " bytes each)");
     }
     long count = bytes / type.size();
-    PlanConfig cfg = PlanConfig.DEFAULT.withChunkBytes(a.getBytes("chunk"));
-    Plan plan = build(a.get("collective"), Algorithm.parse(a.get("algo")), topo, type, count,
-        a.getInt("root"), cfg);
-    if (a.has("json")) {
+    PlanConfig cfg = PlanConfig.DEFAULT.withChunkBytes(chunk);
+    Plan plan = build(spec, collective, algo, topo, type, count, root, cfg);
+    if (json) {
       out.println(PlanPrinter.json(plan));
     } else {
-      String text = PlanPrinter.text(plan, a.get("rank") != null ? a.getInt("rank") : -1);
-      if (a.has("no-steps")) {
+      String text = PlanPrinter.text(plan, rank != null ? rank : -1);
+      if (noSteps) {
         text = text.substring(0, text.indexOf("\nrank ") + 1);
       }
       out.print(text);
     }
-    if (a.has("verify")) {
+    if (verify) {
       long t0 = System.nanoTime();
       Verification v = SymbolicExecutor.verify(plan);
       double ms = (System.nanoTime() - t0) / 1e6;
-      (a.has("json") ? System.err : out).print(v.describe(plan.bytes())
+      (json ? System.err : out).print(v.describe(plan.bytes())
           + String.format("  symbolic execution took %.1f ms%n", ms));
     }
     return 0;
   }
 
-  static Plan build(String collective, Algorithm algo, Topology topo, DataType type,
-      long count, int root, PlanConfig cfg) {
+  static Plan build(CommandSpec spec, String collective, Algorithm algo, Topology topo,
+      DataType type, long count, int root, PlanConfig cfg) {
     switch (collective.toLowerCase(Locale.ROOT).replace("-", "").replace("_", "")) {
       case "allreduce":
         if (!algo.supports(topo)) {
-          throw new Args.UsageException(algo.id() + " runs inside one node; this topology has "
+          throw Units.usage(spec, "--algo " + algo.id() + " runs inside one node; this topology "
+              + "has "
               + topo.nodes() + " nodes (try --algo hierarchical)");
         }
         return algo.allReduce(topo, type, count, cfg);
@@ -91,7 +158,7 @@ final class PlanCommand {
       case "broadcast":
         return TreeBroadcast.broadcast(topo, type, count, root, cfg);
       default:
-        throw new Args.UsageException("unknown collective '" + collective
+        throw Units.usage(spec, "--collective: unknown collective '" + collective
             + "'; expected allreduce, reducescatter, allgather or broadcast");
     }
   }

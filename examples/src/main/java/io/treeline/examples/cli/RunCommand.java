@@ -8,6 +8,12 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code ./treeline run --nodes N --ranks-per-node G -- <command or main class> [args]}: the
@@ -15,55 +21,88 @@ import java.util.Set;
  * store on rank 0, echoes rank 0's output as is and the others' prefixed, and exits with the
  * first failing rank's code.
  */
-final class RunCommand {
+@Command(name = "run",
+    header = "Start ranks as separate JVMs on simulated nodes: run --nodes 2 -- bench", mixinStandardHelpOptions = true,
+    versionProvider = Treeline.Version.class, sortOptions = false,
+    description = {"Start ranks as separate JVMs on simulated nodes (TREELINE_NODE_ID), torchrun "
+        + "style, and run a treeline command (bench, plan, train) or a main class in each. Rank "
+        + "0's output is echoed as is, the others' only when they fail; the exit code is the "
+        + "first failing rank's."},
+    footer = {"", "Examples:", "  ./treeline run --nodes 2 --ranks-per-node 2 -- bench -b 8 -e 64M -f 4",
+        "  ./treeline run --nodes 3 --ranks-per-node 3,1,2 -- bench -b 8 -e 16M -f 8"})
+final class RunCommand implements Callable<Integer> {
   private static final Set<String> COMMANDS = Set.of("bench", "plan", "train");
 
-  private RunCommand() {
+  @Spec
+  CommandSpec spec;
+
+  private final PrintStream out;
+
+  @Option(names = "--nodes", paramLabel = "N", defaultValue = "1",
+      description = "simulated nodes, 1..64 (default: ${DEFAULT-VALUE})")
+  int nodes;
+
+  @Option(names = "--ranks-per-node", paramLabel = "G|LIST", defaultValue = "2",
+      description = "ranks per node, 1..64, or a list such as 3,1,2 (one entry per node; "
+          + "overrides --nodes); at most 256 ranks in all (default: ${DEFAULT-VALUE})")
+  String ranksPerNode;
+
+  @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "600s",
+      description = "kill the job after this long, e.g. 90s, 10min; a plain number is seconds "
+          + "(default: ${DEFAULT-VALUE})")
+  Duration timeout;
+
+  @Option(names = "--heap", paramLabel = "SIZE", defaultValue = "512M",
+      converter = Units.Size.class,
+      description = "-Xmx of each rank, 64M..64G (default: ${DEFAULT-VALUE})")
+  long heap;
+
+  @Option(names = "--all-output",
+      description = "echo every rank's output, not only rank 0's and failures")
+  boolean allOutput;
+
+  @Parameters(paramLabel = "COMMAND", arity = "0..*",
+      description = "after --: a treeline command (bench, plan, train) or a main class, and its "
+          + "arguments")
+  List<String> rest = new ArrayList<>();
+
+  RunCommand(PrintStream out) {
+    this.out = out;
   }
 
-  static int run(String[] argv, PrintStream out) {
-    int dash = Arrays.asList(argv).indexOf("--");
-    String[] own = dash < 0 ? argv : Arrays.copyOfRange(argv, 0, dash);
-    String[] rest = dash < 0 ? new String[0] : Arrays.copyOfRange(argv, dash + 1, argv.length);
-    Args a = new Args("run", "Start ranks as separate JVMs on simulated nodes (TREELINE_NODE_ID),"
-        + " torchrun style, and run a\ntreeline command or a main class in each:\n"
-        + "  ./treeline run --nodes 2 --ranks-per-node 2 -- bench -b 8 -e 64M -f 4")
-        .option("nodes", "N", "1", "simulated nodes")
-        .option("ranks-per-node", "G", "2", "ranks per node, or a list such as 3,1,2 (overrides --nodes)")
-        .option("timeout", "SECONDS", "600", "kill the job after this long")
-        .option("heap", "SIZE", "512m", "-Xmx of each rank")
-        .flag("all-output", "echo every rank's output, not only rank 0's and failures");
-    if (!a.parse(own)) {
-      return 0;
-    }
-    if (rest.length == 0) {
-      throw new Args.UsageException("nothing to run: put the command after --, e.g. "
-          + "./treeline run --nodes 2 -- bench");
-    }
-    String spec = a.get("ranks-per-node");
+  @Override
+  public Integer call() {
     int[] perNode;
-    if (spec.contains(",")) {
-      perNode = Arrays.stream(spec.split(",")).mapToInt(s -> Integer.parseInt(s.trim()))
-          .toArray();
+    if (ranksPerNode.contains(",")) {
+      perNode = Units.intList(spec, "--ranks-per-node", ranksPerNode, 1, 64);
     } else {
-      perNode = new int[a.getInt("nodes")];
-      Arrays.fill(perNode, Integer.parseInt(spec.trim()));
+      Units.range(spec, "--nodes", nodes, 1, 64);
+      int g = Units.intList(spec, "--ranks-per-node", ranksPerNode, 1, 64)[0];
+      perNode = new int[nodes];
+      Arrays.fill(perNode, g);
+    }
+    Units.range(spec, "ranks in all", Arrays.stream(perNode).asLongStream().sum(), 1, 256);
+    Units.durationRange(spec, "--timeout", timeout, Duration.ofSeconds(1), Duration.ofDays(7));
+    Units.sizeRange(spec, "--heap", heap, 64L << 20, 64L << 30, "a rank's -Xmx");
+    if (rest.isEmpty()) {
+      throw Units.usage(spec, "nothing to run: put the command after --, e.g. ./treeline run "
+          + "--nodes 2 -- bench");
     }
     List<String> main = new ArrayList<>();
-    if (COMMANDS.contains(rest[0])) {
+    if (COMMANDS.contains(rest.get(0))) {
       main.add(Treeline.class.getName());
     }
-    main.addAll(List.of(rest));
-    List<String> jvm = List.of("-Xmx" + a.get("heap"), "-XX:MaxDirectMemorySize=2g");
+    main.addAll(rest);
+    List<String> jvm = List.of("-Xmx" + (heap >> 10) + "k", "-XX:MaxDirectMemorySize=2g");
     List<ProcessLauncher.Result> results = ProcessLauncher.run(perNode, jvm, main, Map.of(),
-        Duration.ofSeconds(a.getInt("timeout")), out, a.has("all-output") ? -1 : 0);
+        timeout, out, allOutput ? -1 : 0);
     int code = 0;
     for (ProcessLauncher.Result r : results) {
       if (r.exitCode() != 0) {
         if (code == 0) {
           code = r.exitCode();
         }
-        if (r.rank() != 0 && !a.has("all-output")) {
+        if (r.rank() != 0 && !allOutput) {
           System.err.println("---- rank " + r.rank() + " exited with " + r.exitCode() + ":");
           System.err.print(r.output());
         }

@@ -7,56 +7,94 @@ import io.treeline.topology.BandwidthMatrix;
 import io.treeline.topology.IpcOpenMatrix;
 import io.treeline.topology.TopologyReport;
 import java.io.PrintStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code ./treeline topo}: this node's GPUs, link classes, PCIe link health and warnings; with
  * {@code --probe-ipc} which GPU pairs open each other's IPC handles, with {@code --measure} that
  * and the peer-copy bandwidth matrix.
  */
-final class TopoCommand {
-  private TopoCommand() {
+@Command(name = "topo",
+    header = "GPUs, link classes, PCIe link health and warnings of this node", mixinStandardHelpOptions = true,
+    versionProvider = Treeline.Version.class, sortOptions = false,
+    description = {"Report this node's GPUs (UUID, PCI bus id, NUMA node: from the CUDA driver, "
+        + "else nvidia-smi, else sysfs), their link classes (nvidia-smi topo -m, else the PCI "
+        + "tree), the PCIe link health of every GPU and NIC (speed and width against their "
+        + "maximum, AER counters) and the warnings. --probe-ipc adds which GPU pairs can open "
+        + "each other's CUDA IPC handles (a second JVM opens them); --measure adds that and the "
+        + "1 MiB / 64 MiB copy bandwidth between every pair. Captured inputs "
+        + "(scripts/device/capture-topology.sh) replace the live ones, to check a colleague's "
+        + "report."})
+final class TopoCommand implements Callable<Integer> {
+  @Spec
+  CommandSpec spec;
+
+  private final PrintStream out;
+
+  @Option(names = "--sysfs", paramLabel = "DIR", defaultValue = "/sys",
+      description = "a sysfs tree (its bus/pci/devices is read) (default: ${DEFAULT-VALUE})")
+  Path sysfs;
+
+  @Option(names = "--topo-file", paramLabel = "FILE",
+      description = "a captured nvidia-smi topo -m output")
+  Path topoFile;
+
+  @Option(names = "--gpus-file", paramLabel = "FILE", description = "a captured nvidia-smi "
+      + "--query-gpu=index,uuid,pci.bus_id,name --format=csv")
+  Path gpusFile;
+
+  @Option(names = "--aer-baseline", paramLabel = "DIR",
+      description = "an earlier sysfs capture: warn on AER counts that rose since")
+  Path aerBaseline;
+
+  @Option(names = "--probe-ipc",
+      description = "probe which GPU pairs open each other's IPC memory handles")
+  boolean probeIpc;
+
+  @Option(names = "--measure",
+      description = "--probe-ipc, and measure the copy bandwidth between every GPU pair")
+  boolean measure;
+
+  @Option(names = "--ipc-timeout", paramLabel = "DURATION", defaultValue = "60s",
+      description = "deadline of the IPC probe's child JVM, 1s..1h; a plain number is seconds "
+          + "(default: ${DEFAULT-VALUE})")
+  Duration ipcTimeout;
+
+  @Option(names = "--json", description = "print JSON for programs")
+  boolean json;
+
+  TopoCommand(PrintStream out) {
+    this.out = out;
   }
 
-  static int run(String[] argv, PrintStream out) throws Exception {
-    Args a = new Args("topo", "Report this node's GPUs (UUID, PCI bus id, NUMA node: from the "
-        + "CUDA driver, else nvidia-smi, else sysfs),\ntheir link classes (nvidia-smi topo -m, "
-        + "else the PCI tree), the PCIe link health of every GPU and NIC\n(speed and width "
-        + "against their maximum, AER counters) and the warnings. --probe-ipc adds which GPU\n"
-        + "pairs can open each other's CUDA IPC handles (a second JVM opens them); --measure "
-        + "adds that\nand the 1 MiB / 64 MiB copy bandwidth between every pair. Captured inputs "
-        + "(scripts/device/\ncapture-topology.sh) replace the live ones, to check a colleague's "
-        + "report.")
-        .option("sysfs", "DIR", "/sys", "a sysfs tree (its bus/pci/devices is read)")
-        .option("topo-file", "FILE", null, "a captured nvidia-smi topo -m output")
-        .option("gpus-file", "FILE", null, "a captured nvidia-smi --query-gpu=index,uuid,"
-            + "pci.bus_id,name --format=csv")
-        .option("aer-baseline", "DIR", null, "an earlier sysfs capture: warn on AER counts "
-            + "that rose since")
-        .flag("probe-ipc", "probe which GPU pairs open each other's IPC memory handles")
-        .flag("measure", "--probe-ipc, and measure the copy bandwidth between every GPU pair")
-        .option("ipc-timeout", "SECONDS", "60", "deadline of the IPC probe's child JVM")
-        .flag("json", "print JSON for programs");
-    if (!a.parse(argv)) {
-      return 0;
-    }
-    Path topo = a.get("topo-file") == null ? null : Path.of(a.get("topo-file"));
-    Path gpus = a.get("gpus-file") == null ? null : Path.of(a.get("gpus-file"));
+  @Override
+  public Integer call() throws Exception {
+    Path topo = topoFile;
+    Path gpus = gpusFile;
     boolean captured = topo != null || gpus != null;
-    boolean measure = a.has("measure");
-    boolean probeIpc = measure || a.has("probe-ipc");
+    boolean probeIpc = measure || this.probeIpc;
     if (captured && probeIpc) {
-      throw new IllegalArgumentException("--measure and --probe-ipc measure this machine's "
-          + "GPUs; they do not combine with a captured --topo-file or --gpus-file");
+      throw Units.usage(spec, "--measure and --probe-ipc measure this machine's GPUs; they do "
+          + "not combine with a captured --topo-file or --gpus-file");
     }
-    int ipcTimeout = Integer.parseInt(a.get("ipc-timeout"));
-    if (ipcTimeout < 1) {
-      throw new IllegalArgumentException("--ipc-timeout must be at least 1 second");
+    Units.durationRange(spec, "--ipc-timeout", ipcTimeout, Duration.ofSeconds(1),
+        Duration.ofHours(1));
+    for (Path f : new Path[] {topo, gpus}) {
+      if (f != null && !Files.isReadable(f)) {
+        throw Units.usage(spec, (f == topo ? "--topo-file " : "--gpus-file ") + f
+            + ": no such readable file");
+      }
     }
-    TopologyReport.Sources src = TopologyReport.Sources.live(Path.of(a.get("sysfs")));
+    TopologyReport.Sources src = TopologyReport.Sources.live(sysfs);
     if (captured) {
       // a captured report: do not mix in this machine's driver or nvidia-smi
       src = src.topo(orEmpty(TopologyReport.read(topo)), "topo file " + topo)
@@ -69,8 +107,8 @@ final class TopoCommand {
       }
       src = src.driver(found, listing.unavailable());
     }
-    if (a.get("aer-baseline") != null) {
-      src = src.aerBaseline(Path.of(a.get("aer-baseline")));
+    if (aerBaseline != null) {
+      src = src.aerBaseline(aerBaseline);
     }
     TopologyReport r = TopologyReport.collect(src);
     if (!captured && r.gpus().size() > 1 && r.gpuSource() != null
@@ -82,7 +120,7 @@ final class TopoCommand {
           + "CUDA_DEVICE_ORDER=PCI_BUS_ID to number both alike");
     }
     if (probeIpc) {
-      r = r.withIpc(ipc(IpcOpenProbe.probe(Duration.ofSeconds(ipcTimeout))));
+      r = r.withIpc(ipc(IpcOpenProbe.probe(ipcTimeout)));
     }
     if (measure) {
       P2pBandwidth.Result m = P2pBandwidth.measure();
@@ -93,7 +131,7 @@ final class TopoCommand {
       }
       r = r.withBandwidth(matrices, m.unavailable());
     }
-    out.print(a.has("json") ? r.json() + "\n" : r.text());
+    out.print(json ? r.json() + "\n" : r.text());
     return 0;
   }
 

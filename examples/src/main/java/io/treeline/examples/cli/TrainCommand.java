@@ -5,10 +5,13 @@ import io.treeline.barrier.Treeline;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
 import io.treeline.comm.Communicator;
+import io.treeline.examples.gpu.GpuTrainOptions;
+import io.treeline.examples.gpu.GpuTrainer;
 import io.treeline.examples.mnist.FashionMnist;
 import io.treeline.examples.mnist.MllibBaseline;
 import io.treeline.examples.mnist.Trainer;
 import io.treeline.spark.TreelinePlugin;
+import io.treeline.gpu.DeviceCommunicator;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -17,8 +20,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.Callable;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code ./treeline train}: data-parallel Fashion-MNIST training in a Spark barrier stage
@@ -26,63 +34,195 @@ import org.apache.spark.api.java.JavaSparkContext;
  * gradients averaged by Treeline. Under {@code ./treeline run} (TREELINE_RANK set) the same
  * loop runs over plain processes, without Spark.
  */
-final class TrainCommand {
+@Command(name = "train",
+    header = "Data-parallel Fashion-MNIST training in a Spark barrier stage (the main job)", mixinStandardHelpOptions = true,
+    versionProvider = io.treeline.examples.cli.Treeline.Version.class, sortOptions = false,
+    description = {"Train a 784-256-128-10 MLP on Fashion-MNIST with data-parallel SGD: one rank "
+        + "per Spark partition, gradients averaged by Treeline's allreduce. On the GPU when this "
+        + "machine has one (--gpu insists, --cpu declines), else on the CPU. Prints a line per "
+        + "epoch, checks that the replicas ended identical, writes train.csv, train.png and "
+        + "train.svg. Under ./treeline run the same loop runs over plain processes, without "
+        + "Spark."},
+    footer = {"", "Examples:", "  ./treeline train --install-data",
+        "  ./treeline train --epochs 2 --ranks 2 --hidden 64,32",
+        "  ./treeline run --nodes 2 --ranks-per-node 2 -- train --epochs 1"})
+final class TrainCommand implements Callable<Integer> {
   /**
    * Where rank 0 prints its epochs: the command's own stream when the tasks run in this JVM
    * (local mode), the executor's stdout elsewhere (the field is null there).
    */
   private static volatile PrintStream localOut;
 
-  private TrainCommand() {
+  @Spec
+  CommandSpec spec;
+
+  private final PrintStream out;
+
+  @Option(names = "--ranks", paramLabel = "K", description = "ranks (barrier tasks; on the GPU, "
+      + "ranks sharing this machine's GPUs), 1..64 (default: 4, or twice the cores when fewer)")
+  Integer ranks;
+
+  @Option(names = "--master", paramLabel = "URL",
+      description = "Spark master (default: embedded local[K])")
+  String master;
+
+  @Option(names = "--epochs", paramLabel = "E", defaultValue = "10",
+      description = "passes over the training set, 1..10000 (default: ${DEFAULT-VALUE})")
+  int epochs;
+
+  @Option(names = "--batch", paramLabel = "B", defaultValue = "128",
+      description = "global batch (all ranks together), a multiple of the ranks, 1..60000 "
+          + "(default: ${DEFAULT-VALUE})")
+  int batch;
+
+  @Option(names = "--lr", paramLabel = "RATE", defaultValue = "0.05",
+      converter = Units.Finite.class,
+      description = "learning rate, above 0 and at most 10; decays x0.85 per epoch "
+          + "(default: ${DEFAULT-VALUE})")
+  double lr;
+
+  @Option(names = "--momentum", paramLabel = "M", defaultValue = "0.9",
+      converter = Units.Finite.class,
+      description = "SGD momentum, at least 0 and below 1 (default: ${DEFAULT-VALUE})")
+  double momentum;
+
+  @Option(names = "--hidden", paramLabel = "LIST", defaultValue = "256,128",
+      description = "hidden layer sizes, 1 to 8 layers of 1..16384 units "
+          + "(default: ${DEFAULT-VALUE})")
+  String hidden;
+
+  @Option(names = "--limit", paramLabel = "N", defaultValue = "0",
+      description = "use only the first N training images, at least one batch (0: all) "
+          + "(default: ${DEFAULT-VALUE})")
+  int limit;
+
+  @Option(names = "--data", paramLabel = "DIR",
+      defaultValue = "/usr/share/datasets/fashion-mnist",
+      description = "folder with the IDX files (default: ${DEFAULT-VALUE})")
+  Path dataDir;
+
+  @Option(names = "--out", paramLabel = "DIR", defaultValue = "out/train",
+      description = "folder for train.csv, train.png and train.svg (default: ${DEFAULT-VALUE})")
+  Path outDir;
+
+  @Option(names = "--install-data",
+      description = "install dataset-fashion-mnist with apt-get if missing (root)")
+  boolean installData;
+
+  @Option(names = "--gpu", description = "train on the GPU, and fail saying why when there is "
+      + "none (default: the GPU when there is one)")
+  boolean gpu;
+
+  @Option(names = "--cpu", description = "train on the CPU even when there is a GPU")
+  boolean cpu;
+
+  @Option(names = "--no-overlap", description = "GPU job: the last layer's allreduce waits "
+      + "for the whole backward pass instead of overlapping it")
+  boolean noOverlap;
+
+  @Option(names = "--compare-mllib", description = "also train MLlib's "
+      + "MultilayerPerceptronClassifier (l-bfgs and gd) on the same data and Spark context, and "
+      + "print both side by side")
+  boolean compareMllib;
+
+  @Option(names = "--target", paramLabel = "ACC", defaultValue = "0.85",
+      converter = Units.Finite.class, description = "test accuracy whose wall time "
+          + "--compare-mllib compares, above 0 and at most 1 (default: ${DEFAULT-VALUE})")
+  double target;
+
+  @Option(names = "--mllib-budget", paramLabel = "DURATION", defaultValue = "300s",
+      description = "training time each MLlib solver gets at most, e.g. 300s, 10min "
+          + "(default: ${DEFAULT-VALUE})")
+  Duration mllibBudget;
+
+  TrainCommand(PrintStream out) {
+    this.out = out;
   }
 
-  static int run(String[] argv, PrintStream out) throws Exception {
-    Trainer.Options d = Trainer.Options.defaults();
-    Args a = new Args("train", "Train a 784-256-128-10 MLP on Fashion-MNIST with data-parallel "
-        + "SGD: one rank per Spark partition, gradients\naveraged by Treeline's allreduce. "
-        + "Prints a line per epoch, writes train.csv and train.png.")
-        .option("ranks", "N", Integer.toString(Math.min(4,
-            Runtime.getRuntime().availableProcessors() * 2)), "ranks (barrier tasks)")
-        .option("master", "URL", null, "Spark master (default: embedded local[N])")
-        .option("epochs", "E", Integer.toString(d.epochs()), "passes over the training set")
-        .option("batch", "B", Integer.toString(d.batch()), "global batch (all ranks together)")
-        .option("lr", "RATE", Float.toString(d.lr()), "learning rate (decays x" + d.lrDecay()
-            + " per epoch)")
-        .option("momentum", "M", Float.toString(d.momentum()), "SGD momentum")
-        .option("hidden", "LIST", "256,128", "hidden layer sizes")
-        .option("limit", "N", "0", "use only the first N training images (0: all)")
-        .option("data", "DIR", FashionMnist.DEFAULT_DIR.toString(), "folder with the IDX files")
-        .option("out", "DIR", "out/train", "folder for train.csv and train.png")
-        .flag("install-data", "install dataset-fashion-mnist with apt-get if missing (root)")
-        .flag("compare-mllib", "also train MLlib's MultilayerPerceptronClassifier (l-bfgs and "
-            + "gd) on the same data and Spark context, and print both side by side")
-        .option("target", "ACC", "0.85", "test accuracy whose wall time --compare-mllib compares")
-        .option("mllib-budget", "SECONDS", "300", "training time each MLlib solver gets at most");
-    if (!a.parse(argv)) {
-      return 0;
+  /** The hyper-parameters, every one checked against its range. */
+  private Trainer.Options options(int worldSize) {
+    Units.range(spec, "--ranks", worldSize, 1, 64);
+    Units.range(spec, "--epochs", epochs, 1, 10_000);
+    Units.range(spec, "--batch", batch, 1, 60_000);
+    if (batch % worldSize != 0) {
+      throw Units.usage(spec, "--batch " + batch + " is not a multiple of the " + worldSize
+          + " ranks (each rank takes an equal share of the global batch)");
     }
-    Trainer.Options o = new Trainer.Options(Arrays.stream(a.get("hidden").split(","))
-        .mapToInt(s -> Integer.parseInt(s.trim())).toArray(), a.getInt("epochs"),
-        a.getInt("batch"), Float.parseFloat(a.get("lr")), Float.parseFloat(a.get("momentum")),
-        d.lrDecay(), d.seed(), a.getInt("limit"));
-    Path dataDir = Path.of(a.get("data"));
-    if (a.has("install-data") && !Files.exists(dataDir.resolve("train-images-idx3-ubyte.gz"))) {
+    Units.range(spec, "--lr", lr, 0, 10, true);
+    if (!(momentum >= 0 && momentum < 1)) {
+      throw Units.usage(spec, "--momentum must be at least 0 and below 1, not " + momentum);
+    }
+    int[] layers = Units.intList(spec, "--hidden", hidden, 1, 16384);
+    Units.range(spec, "--hidden (layers)", layers.length, 1, 8);
+    Units.range(spec, "--limit", limit, 0, Integer.MAX_VALUE);
+    if (limit > 0 && limit < batch) {
+      throw Units.usage(spec, "--limit " + limit + " is less than one --batch (" + batch + ")");
+    }
+    Units.range(spec, "--target", target, 0, 1, true);
+    Units.durationRange(spec, "--mllib-budget", mllibBudget, Duration.ofSeconds(1),
+        Duration.ofDays(1));
+    if (gpu && cpu) {
+      throw Units.usage(spec, "--gpu and --cpu exclude each other");
+    }
+    if (noOverlap && cpu) {
+      throw Units.usage(spec, "--no-overlap is an option of the GPU job, not of --cpu");
+    }
+    Trainer.Options d = Trainer.Options.defaults();
+    return new Trainer.Options(layers, epochs, batch, (float) lr, (float) momentum,
+        d.lrDecay(), d.seed(), limit);
+  }
+
+  /** Whether to train on the GPU: --gpu insists, --cpu declines, else when there is one. */
+  private boolean onGpu() {
+    if (cpu) {
+      return false;
+    }
+    String why = GpuTrainer.unavailable();
+    boolean here = why == null || why.isEmpty();
+    if (gpu && !here) {
+      throw new IllegalStateException("no GPU to train on: " + why);
+    }
+    if (!here && noOverlap) {
+      throw Units.usage(spec, "--no-overlap is an option of the GPU job, and there is no GPU "
+          + "here (" + why + ")");
+    }
+    return here;
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    boolean underRun = System.getenv(TcpStoreBootstrap.RANK) != null;
+    int k = ranks != null ? ranks : Math.min(4, Runtime.getRuntime().availableProcessors() * 2);
+    if (underRun) {
+      String world = System.getenv(TcpStoreBootstrap.WORLD_SIZE);
+      try {
+        k = Integer.parseInt(world);
+      } catch (NumberFormatException e) {
+        throw new IllegalStateException(TcpStoreBootstrap.WORLD_SIZE + " is '" + world
+            + "', not a number");
+      }
+    }
+    Trainer.Options o = options(k);
+    boolean onGpu = onGpu();
+    if (installData && !Files.exists(dataDir.resolve("train-images-idx3-ubyte.gz"))) {
       installData(out);
     }
-    Path outDir = Path.of(a.get("out"));
-    if (System.getenv(TcpStoreBootstrap.RANK) != null) {
-      return plainProcesses(o, dataDir, outDir, out);
+    GpuTrainOptions go = GpuTrainOptions.defaults(dataDir.toString()).withTrain(o)
+        .withOverlap(!noOverlap);
+    if (underRun) {
+      return onGpu ? gpuProcesses(go, k) : plainProcesses(o, dataDir, outDir, out);
     }
-    int ranks = a.getInt("ranks");
-    String master = a.get("master") != null ? a.get("master") : "local[" + ranks + "]";
+    int ranks = k;
+    String master = this.master != null ? this.master : "local[" + ranks + "]";
     FashionMnist.load(dataDir); // fail here, with the install hint, not inside a task
     SparkConf conf = new SparkConf().setAppName("treeline-fashion-mnist").setMaster(master)
         .set("spark.plugins", TreelinePlugin.class.getName())
         .set("spark.ui.enabled", "false")
         .set("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s");
-    out.printf("treeline train: %d ranks on %s, MLP %s, global batch %d, %d epochs, lr %.3g, "
-        + "momentum %.2g%n", ranks, master, a.get("hidden"), o.batch(), o.epochs(), o.lr(),
-        o.momentum());
+    out.printf("treeline train: %d ranks on %s, %s, MLP %s, global batch %d, %d epochs, lr "
+        + "%.3g, momentum %.2g%s%n", ranks, master, onGpu ? "GPU" : "CPU", hidden, o.batch(),
+        o.epochs(), o.lr(), o.momentum(), onGpu ? ", overlap " + (noOverlap ? "off" : "on")
+            : "");
     long t0 = System.nanoTime();
     String data = dataDir.toString();
     localOut = out;
@@ -94,11 +234,18 @@ final class TrainCommand {
         parts.add(i);
       }
       results = BarrierJobs.collect(sc.parallelize(parts, ranks), (p, it) -> {
+        PrintStream print = localOut != null ? localOut : System.out;
+        if (onGpu) {
+          DeviceCommunicator comm = Treeline.deviceCommunicator();
+          boolean lead = comm.rank() == 0;
+          GpuTrainer.Outcome r = GpuTrainer.train(comm, FashionMnist.load(Path.of(data)), go,
+              lead ? print : null, lead && Progress.enabled() ? System.err : null);
+          return List.of(r.result()).iterator();
+        }
         Communicator comm = Treeline.communicator();
         boolean lead = comm.rank() == 0;
-        PrintStream print = localOut != null ? localOut : System.out;
         Trainer.Result r = Trainer.train(comm, FashionMnist.load(Path.of(data)), o,
-            lead ? print : null, lead && System.console() != null ? System.err : null);
+            lead ? print : null, lead ? Progress.epochs() : null);
         return List.of(r).iterator();
       });
       for (Trainer.Result r : results) {
@@ -108,13 +255,22 @@ final class TrainCommand {
       }
       out.printf("replicas identical on all %d ranks; %.1f s in all%n", ranks,
           (System.nanoTime() - t0) / 1e9);
-      write(outDir, results.get(0).history(), ranks, out);
-      if (a.has("compare-mllib")) {
-        compare(sc, FashionMnist.load(dataDir), o, ranks, Double.parseDouble(a.get("target")),
-            a.getInt("mllib-budget"), results.get(0).history(), outDir, out);
+      write(outDir, results.get(0).history(), ranks, onGpu ? "GPU" : "CPU", o, out);
+      if (compareMllib) {
+        compare(sc, FashionMnist.load(dataDir), o, ranks, target,
+            (int) mllibBudget.toSeconds(), results.get(0).history(), outDir, out);
       }
     } finally {
       localOut = null;
+    }
+    return 0;
+  }
+
+  /** Under ./treeline run on the GPU: {@link GpuTrainer#run}; rank 0 writes the curves. */
+  private int gpuProcesses(GpuTrainOptions go, int ranks) throws IOException {
+    GpuTrainer.Outcome r = GpuTrainer.run(go, out);
+    if ("0".equals(System.getenv(TcpStoreBootstrap.RANK))) {
+      write(outDir, r.result().history(), ranks, "GPU " + r.gpu(), go.train(), out);
     }
     return 0;
   }
@@ -174,35 +330,40 @@ final class TrainCommand {
       Trainer.Result r = Trainer.train(comm, FashionMnist.load(dataDir), o, lead ? out : null,
           null);
       if (lead) {
-        write(outDir, r.history(), comm.size(), out);
+        write(outDir, r.history(), comm.size(), "CPU, processes", o, out);
       }
     }
     return 0;
   }
 
-  static void write(Path dir, List<Trainer.Epoch> h, int ranks, PrintStream out)
-      throws IOException {
+  static void write(Path dir, List<Trainer.Epoch> h, int ranks, String where,
+      Trainer.Options o, PrintStream out) throws IOException {
     Files.createDirectories(dir);
     StringBuilder csv = new StringBuilder("epoch,loss,train_accuracy,test_accuracy,"
         + "samples_per_second,allreduce_share,epoch_seconds,elapsed_seconds\n");
-    LinePlot acc = new LinePlot("Fashion-MNIST MLP, " + ranks + " ranks: loss and accuracy",
-        "epoch", "accuracy / loss").linearX();
     for (Trainer.Epoch e : h) {
       csv.append(String.format("%d,%.5f,%.5f,%.5f,%.1f,%.4f,%.3f,%.3f%n", e.epoch(), e.loss(),
           e.trainAccuracy(), e.testAccuracy(), e.samplesPerSecond(), e.allReduceShare(),
           e.seconds(), e.elapsedSeconds()));
-      acc.add("test accuracy", e.epoch(), e.testAccuracy());
-      acc.add("train accuracy", e.epoch(), e.trainAccuracy());
-      acc.add("loss", e.epoch(), e.loss());
     }
     Files.writeString(dir.resolve("train.csv"), csv);
-    acc.write(dir.resolve("train.png"));
-    out.println("wrote " + dir.resolve("train.csv") + " and " + dir.resolve("train.png"));
+    Path png = dir.resolve("train.png");
+    try {
+      Charts.training("Fashion-MNIST MLP " + Arrays.toString(o.hidden()) + ", " + ranks
+          + " ranks (" + where + "): accuracy and loss", Charts.caption(Charts.machine(),
+          "global batch " + o.batch() + ", lr " + o.lr() + ", momentum " + o.momentum()), h,
+          png);
+      out.println("wrote " + dir.resolve("train.csv") + ", " + png + " and "
+          + dir.resolve("train.svg"));
+    } catch (LinkageError e) {
+      out.println("wrote " + dir.resolve("train.csv") + " (no plot: this Java runtime has no "
+          + "java.desktop module)");
+    }
   }
 
-  private static void installData(PrintStream out) throws IOException, InterruptedException {
+  private void installData(PrintStream out) throws IOException, InterruptedException {
     if (!"root".equals(System.getProperty("user.name"))) {
-      throw new Args.UsageException("--install-data needs root; run: sudo apt-get install "
+      throw Units.usage(spec, "--install-data needs root; run: sudo apt-get install "
           + "dataset-fashion-mnist");
     }
     out.println("treeline train: installing dataset-fashion-mnist with apt-get ...");

@@ -88,6 +88,12 @@ public final class Idx {
     byte[] b = new byte[bytes];
     try {
       in.readFully(b);
+      // read on to the end: only there does GZIPInputStream check the CRC32 and length of
+      // the trailer, so a corrupt body that still inflates is caught here
+      if (in.read() != -1) {
+        throw new IOException(file + ": more data than the " + bytes + " bytes the header "
+            + "promises");
+      }
     } catch (EOFException e) {
       throw new IOException(file + ": truncated: the header promises " + bytes
           + " bytes of data", e);

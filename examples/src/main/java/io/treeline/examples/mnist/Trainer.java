@@ -40,11 +40,24 @@ public final class Trainer {
   public record Result(List<Epoch> history, float[] weights) implements java.io.Serializable {
   }
 
+  /** Told of every epoch and step, for a progress display. */
+  public interface Progress {
+    void epochStarted(int epoch, int epochs, int steps);
+
+    void stepped();
+
+    void epochEnded();
+  }
+
   private Trainer() {
   }
 
+  /**
+   * Trains; rank 0 passes {@code out} for the epoch lines and, on a terminal, {@code progress}
+   * (null: none).
+   */
   public static Result train(Communicator comm, FashionMnist data, Options o, PrintStream out,
-      PrintStream progress) {
+      Progress progress) {
     int ranks = comm.size();
     int rank = comm.topologyRank();
     if (o.batch % ranks != 0) {
@@ -65,6 +78,10 @@ public final class Trainer {
     mlp.init(w, o.seed);
     int n = o.trainLimit > 0 ? Math.min(o.trainLimit, data.trainSize()) : data.trainSize();
     int steps = n / o.batch;
+    if (steps == 0) {
+      throw new IllegalArgumentException(n + " training samples make no step of the global "
+          + "batch " + o.batch);
+    }
     int[] order = new int[n];
     for (int i = 0; i < n; i++) {
       order[i] = i;
@@ -80,6 +97,9 @@ public final class Trainer {
         float lr = (float) (o.lr * Math.pow(o.lrDecay, epoch - 1));
         long t0 = System.nanoTime();
         long reduceNanos = 0;
+        if (progress != null) {
+          progress.epochStarted(epoch, o.epochs, steps);
+        }
         double lossSum = 0;
         double hits = 0;
         for (int s = 0; s < steps; s++) {
@@ -105,8 +125,8 @@ public final class Trainer {
             v[i] = o.momentum * v[i] + grad[i];
             w[i] -= lr * v[i];
           }
-          if (progress != null && (s + 1) % Math.max(1, steps / 40) == 0) {
-            bar(progress, epoch, o.epochs, s + 1, steps);
+          if (progress != null) {
+            progress.stepped();
           }
         }
         double seconds = (System.nanoTime() - t0) / 1e9;
@@ -116,7 +136,7 @@ public final class Trainer {
             (System.nanoTime() - start) / 1e9);
         history.add(e);
         if (progress != null) {
-          progress.print("\r" + " ".repeat(78) + "\r");
+          progress.epochEnded();
         }
         if (out != null) {
           out.printf("epoch %2d/%d  loss %.4f  train acc %.4f  test acc %.4f  %7.0f samples/s"
@@ -166,13 +186,5 @@ public final class Trainer {
       a[i] = a[j];
       a[j] = t;
     }
-  }
-
-  private static void bar(PrintStream progress, int epoch, int epochs, int step, int steps) {
-    int width = 40;
-    int done = (int) ((long) width * step / steps);
-    progress.print("\repoch " + epoch + "/" + epochs + " [" + "=".repeat(done)
-        + " ".repeat(width - done) + "] " + (100L * step / steps) + "%");
-    progress.flush();
   }
 }

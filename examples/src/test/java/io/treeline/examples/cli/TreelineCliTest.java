@@ -63,10 +63,10 @@ class TreelineCliTest {
     assertTrue(r.err.contains("runs inside one node"), r.err);
     Result u = run("plan", "--bogus");
     assertEquals(2, u.code);
-    assertTrue(u.err.contains("unknown option --bogus"), u.err);
+    assertTrue(u.err.contains("Unknown option: '--bogus'"), u.err);
     Result s = run("plan", "--bytes", "lots");
     assertEquals(2, s.code);
-    assertTrue(s.err.contains("takes a size like"), s.err);
+    assertTrue(s.err.contains("'lots' is not a size like"), s.err);
     assertEquals(2, run("frobnicate").code);
   }
 
@@ -85,15 +85,35 @@ class TreelineCliTest {
     Result p = run("bench", "--device", "--from-csv", csv.toString(), "--out", dir.toString());
     assertEquals(0, p.code, p.err);
     assertTrue(java.nio.file.Files.size(dir.resolve("bench-device-threads.png")) > 1000);
+    assertTrue(java.nio.file.Files.exists(dir.resolve("bench-device-threads.svg")));
   }
 
   @Test
-  void everyCommandHasHelp() {
-    for (String c : List.of("plan", "bench")) {
-      Result r = run(c, "--help");
-      assertEquals(0, r.code);
-      assertTrue(r.out.startsWith("usage: ./treeline " + c), r.out);
+  void everyCommandHasHelpAndVersion() {
+    for (String c : List.of("train", "plan", "bench", "bench device", "run", "topo")) {
+      List<String> argv = new java.util.ArrayList<>(List.of(c.split(" ")));
+      argv.add("--help");
+      Result r = run(argv.toArray(new String[0]));
+      assertEquals(0, r.code, r.err);
+      assertTrue(r.out.contains("Usage: ./treeline " + c + " [OPTIONS]"), r.out);
+      argv.set(argv.size() - 1, "--version");
+      Result v = run(argv.toArray(new String[0]));
+      assertEquals(0, v.code, v.err);
+      assertTrue(v.out.startsWith("treeline 0.1.0-SNAPSHOT\nJava "), v.out);
     }
+    Result d = run("bench", "--device", "--help");
+    assertTrue(d.out.contains("Usage: ./treeline bench device"), d.out);
+    Result top = run();
+    assertEquals(2, top.code);
+    assertTrue(top.out.contains("Commands:") && top.out.contains("train"), top.out);
+  }
+
+  @Test
+  void theCompletionScriptIsBash() {
+    Result r = run("completion");
+    assertEquals(0, r.code, r.err);
+    assertTrue(r.out.contains("complete -F _complete_treeline"), r.out);
+    assertTrue(r.out.contains("--max-bytes"), r.out);
   }
 
   @Test
@@ -111,6 +131,7 @@ class TreelineCliTest {
     byte[] png = Files.readAllBytes(dir.resolve("bench.png"));
     assertEquals((byte) 0x89, png[0]);
     assertEquals('P', png[1]);
+    assertTrue(Files.readString(dir.resolve("bench.svg")).contains("<svg"));
   }
 
   @Test

@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.zip.Deflater;
 import java.util.zip.GZIPOutputStream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -79,5 +80,52 @@ class IdxTest {
     assertTrue(e.getMessage().contains("cut.gz"), e.getMessage());
     e = assertThrows(IOException.class, () -> FashionMnist.load(dir.resolve("nowhere")));
     assertTrue(e.getMessage().contains("apt-get install dataset-fashion-mnist"), e.getMessage());
+  }
+  /** A gzip'd IDX labels file whose deflate blocks are stored, so that a flipped byte stays
+   * decodable and only the CRC at the end can tell. */
+  private static byte[] storedGzip(int count) throws IOException {
+    ByteArrayOutputStream b = new ByteArrayOutputStream();
+    try (DataOutputStream d = new DataOutputStream(new GZIPOutputStream(b) {
+      {
+        def.setLevel(Deflater.NO_COMPRESSION);
+      }
+    })) {
+      d.writeInt(Idx.LABELS);
+      d.writeInt(count);
+      for (int i = 0; i < count; i++) {
+        d.write(i % 10);
+      }
+    }
+    return b.toByteArray();
+  }
+
+  @Test
+  void aGzipBodyThatFailsItsCrcIsRefused(@TempDir Path dir) throws IOException {
+    byte[] good = storedGzip(1000);
+    Path ok = dir.resolve("ok.gz");
+    Files.write(ok, good);
+    assertEquals(1000, Idx.labels(ok).length);
+    byte[] bad = good.clone();
+    int at = bad.length - 8 - 500; // a label byte in the middle of the stored block
+    bad[at] = (byte) (bad[at] == 3 ? 4 : 3);
+    Path corrupt = dir.resolve("corrupt.gz");
+    Files.write(corrupt, bad);
+    IOException e = assertThrows(IOException.class, () -> Idx.labels(corrupt));
+    assertTrue(e.getMessage().contains("corrupt.gz") && e.getMessage().contains("corrupt gzip"),
+        e.getMessage());
+    byte[] badCrc = good.clone();
+    badCrc[badCrc.length - 8] ^= 1; // the CRC32 of the trailer
+    Path trailer = dir.resolve("trailer.gz");
+    Files.write(trailer, badCrc);
+    e = assertThrows(IOException.class, () -> Idx.labels(trailer));
+    assertTrue(e.getMessage().contains("trailer.gz"), e.getMessage());
+  }
+
+  @Test
+  void dataPastWhatTheHeaderPromisesIsRefused(@TempDir Path dir) throws IOException {
+    Path longer = write(dir, "long", Idx.LABELS, new int[] {5}, 6, false);
+    IOException e = assertThrows(IOException.class, () -> Idx.labels(longer));
+    assertTrue(e.getMessage().contains("long") && e.getMessage().contains("more data than"),
+        e.getMessage());
   }
 }
