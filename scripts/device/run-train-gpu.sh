@@ -7,7 +7,8 @@
 # train-gpu.log, train-gpu.csv (one row per epoch of every Treeline run).
 # usage: scripts/device/run-train-gpu.sh [sections], sections from
 #   gemm train1 train-threads train-processes train-nomps big torch torch-big   (default: all)
-# EPOCHS (default 10), RANKS (default 2), BIG_EPOCHS (default 2) in the environment.
+# EPOCHS (default 10), RANKS (default 2), BIG_EPOCHS (default 2), RUN_TIMEOUT (s per Treeline
+# run, 150), TORCH_MODES (eager,compile,reduce-overhead), TORCH_TIMEOUT (240) in the environment.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 . scripts/device/env.sh
@@ -76,7 +77,8 @@ if has big; then
 fi
 if has torch; then
   say "PyTorch, same MLP and batch, data on the GPU"
-  timeout 300 python3 scripts/device/torch_mlp.py --data "$DATA" --epochs 3 2>&1 \
+  timeout "${TORCH_TIMEOUT:-240}" python3 scripts/device/torch_mlp.py --data "$DATA" --epochs 3 \
+    --modes "${TORCH_MODES:-eager,compile,reduce-overhead}" 2>&1 \
     | grep -v Warning | tee -a "$log"
 fi
 if has torch-big; then
