@@ -7,7 +7,11 @@
 #   data/          the four Fashion-MNIST .gz files (from /usr/share/datasets/fashion-mnist,
 #                  installed with apt-get install -y dataset-fashion-mnist when missing)
 # The device tool's carry holds 64 MiB in all; this script fails when the folder is larger.
+#   scripts/       a copy of scripts/device, so that the carry runs as built here
 # Carry ".device-carry", then run scripts/device/run-gpu-tests.sh or run-train-gpu.sh there.
+# The device tool sends the checkout its session started in, also when a helper calls it from
+# another worktree: DEVICE_CHECKOUT=/that/checkout puts the folder there as well (it is ignored
+# there too); the command then starts with `cp -r .device-carry/scripts/device/. scripts/device/`.
 # MVN_OPTS (default -o: offline, the dependencies are in ~/.m2) goes to every ./mvnw call.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -46,6 +50,13 @@ if [ ! -f "$data_src/train-images-idx3-ubyte.gz" ]; then
   apt-get install -y dataset-fashion-mnist || { apt-get update && apt-get install -y dataset-fashion-mnist; }
 fi
 cp "$data_src"/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz "$carry/data/"
+mkdir -p "$carry/scripts" && cp -r scripts/device "$carry/scripts/"
 bytes=$(du -sb "$carry" | cut -f1)
 echo "prepare: $carry is $bytes bytes ($(du -sh "$carry" | cut -f1)); the carry limit is 67108864"
 [ "$bytes" -lt 67108864 ] || { echo "prepare: $carry is over the 64 MiB carry limit" >&2; exit 1; }
+if [ -n "${DEVICE_CHECKOUT:-}" ]; then
+  git -C "$DEVICE_CHECKOUT" check-ignore -q .device-carry/ \
+    || { echo "prepare: .device-carry is not ignored in $DEVICE_CHECKOUT" >&2; exit 1; }
+  rm -rf "$DEVICE_CHECKOUT/.device-carry" && cp -r "$carry" "$DEVICE_CHECKOUT/.device-carry"
+  echo "prepare: copied $carry into $DEVICE_CHECKOUT"
+fi
