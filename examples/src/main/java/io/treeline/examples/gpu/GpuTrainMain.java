@@ -175,7 +175,7 @@ public final class GpuTrainMain {
         Trainer.Epoch e = g.epoch();
         sb.append(String.format("%s,%d,%s,%s,%s,%d,%d,%.5f,%.5f,%.5f,%.1f,%.4f,%.3f,%.4f%n",
             label, r.ranks(), mode, r.overlap() ? "on" : "off",
-            Arrays.toString(o.train().hidden()).replace(" ", "").replace(",", "-"),
+            Arrays.toString(o.train().hidden()).replaceAll("[\\[\\] ]", "").replace(",", "-"),
             o.train().batch(), e.epoch(), e.loss(), e.trainAccuracy(), e.testAccuracy(),
             e.samplesPerSecond(), e.allReduceShare(), e.seconds(), g.stepMillis()));
       }
