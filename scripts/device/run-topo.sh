@@ -17,6 +17,7 @@
 # Usage: scripts/device/run-topo.sh [extra topo options, e.g. --ipc-timeout 120]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+. scripts/device/env.sh # unpacks the bundle on first use
 c=.device-carry
 java="$c/jre/bin/java"
 [ -x "$java" ] || { echo "run-topo: no $java; run scripts/device/prepare.sh on the host" >&2; exit 2; }

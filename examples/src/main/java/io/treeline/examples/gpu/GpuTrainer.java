@@ -182,7 +182,12 @@ public final class GpuTrainer {
     private final long testLabels;
     private final long order;
     private final long epochStats;
+    /** Two floats per evaluation chunk (loss, hits), then {@link #sumAt} and {@link #crcAt}. */
     private final long scratch;
+    /** One double: the test hits summed over the ranks. */
+    private final long sumAt;
+    /** Two longs: the weights' CRC32, max and min over the ranks. */
+    private final long crcAt;
     private final int maxRows;
 
     Device(DeviceCommunicator comm, FashionMnist data, MlpLayout layout, int local,
@@ -221,7 +226,10 @@ public final class GpuTrainer {
         testLabels = upload(data.testLabels());
         order = alloc(4L * data.trainSize());
         epochStats = alloc(16);
-        scratch = alloc(4L * 2 * Math.max(1, MlpLayout.evalChunks(data.testSize())) + 64);
+        long chunkBytes = 8L * Math.max(1, MlpLayout.evalChunks(data.testSize()));
+        scratch = alloc(chunkBytes + 8 + 16);
+        sumAt = scratch + chunkBytes; // 8-aligned: chunkBytes is a multiple of 8
+        crcAt = sumAt + 8;
       } catch (RuntimeException | Error e) {
         close();
         throw e;
@@ -413,11 +421,10 @@ public final class GpuTrainer {
         hits += st[2 * c + 1];
       }
       double[] sum = {hits};
-      long at = scratch + 8L * Math.max(1, chunks) * 2; // past the chunk figures, 8-aligned
-      cuMemcpyHtoD(DevicePointers.at(at), Pointer.to(sum), 8);
-      comm.allReduce(at, at, 1, DataType.F64, ReduceOp.SUM, null);
+      cuMemcpyHtoD(DevicePointers.at(sumAt), Pointer.to(sum), 8);
+      comm.allReduce(sumAt, sumAt, 1, DataType.F64, ReduceOp.SUM, null);
       comm.synchronize();
-      cuMemcpyDtoH(Pointer.to(sum), DevicePointers.at(at), 8);
+      cuMemcpyDtoH(Pointer.to(sum), DevicePointers.at(sumAt), 8);
       return sum[0] / data.testSize();
     }
 
@@ -427,8 +434,7 @@ public final class GpuTrainer {
       CRC32 crc = new CRC32();
       crc.update(b.array());
       long[] v2 = {crc.getValue(), crc.getValue()};
-      long at = scratch + 8L * Math.max(1, MlpLayout.evalChunks(data.testSize())) * 2 + 8;
-      at = (at + 7) & ~7L;
+      long at = crcAt;
       cuMemcpyHtoD(DevicePointers.at(at), Pointer.to(v2), 16);
       comm.allReduce(at, at, 1, DataType.I64, ReduceOp.MAX, null);
       comm.allReduce(at + 8, at + 8, 1, DataType.I64, ReduceOp.MIN, null);
