@@ -26,6 +26,9 @@ public enum TreelineEnv {
       + "the one its host name resolves to (a multi-homed host).", "you"),
   GPUS("TREELINE_GPUS", "How many GPUs the GPU benchmark and GPU tests spread their ranks over "
       + "(default 1).", "`scripts/device/run-multi-gpu.sh`, you"),
+  GPU_ADDRESSES("TREELINE_GPU_ADDRESSES", "What the GPU discovery script "
+      + "(`bin/getGpusResources.sh`) reports as Spark's GPU addresses: `index` (nvidia-smi's, "
+      + "the default) or `uuid`.", "you, in the executor's environment"),
   JAVA_OPTS("TREELINE_JAVA_OPTS", "Extra JVM options for the `./treeline` launcher.", "you");
 
   private final String key;
