@@ -17,7 +17,7 @@ import io.treeline.plan.Ring;
 import io.treeline.plan.Topology;
 import io.treeline.plan.TreeBroadcast;
 import io.treeline.plan.TwoShot;
-import io.treeline.reduce.HostReducer;
+import io.treeline.reduce.Reducer;
 import io.treeline.transport.TransportProvider;
 import io.treeline.transport.inprocess.InProcessTransport;
 import io.treeline.transport.shm.ShmTransport;
@@ -67,7 +67,7 @@ public final class Communicator implements AutoCloseable {
   private final ByteBuffer ownOutput;
   private final ExecutorService worker;
   private final PlanRunner runner;
-  private final HostReducer copier = new HostReducer();
+  private final Reducer copier = Reducer.create();
   private final Map<String, Plan> plans = new HashMap<>();
   private volatile Throwable broken;
   private volatile boolean closed;

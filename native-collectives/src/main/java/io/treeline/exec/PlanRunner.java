@@ -4,7 +4,7 @@ import io.treeline.core.ReduceOp;
 import io.treeline.plan.Buf;
 import io.treeline.plan.Plan;
 import io.treeline.plan.Step;
-import io.treeline.reduce.HostReducer;
+import io.treeline.reduce.Reducer;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
@@ -13,7 +13,7 @@ import java.util.List;
  * Executes one rank's steps of a plan on host memory: peer-memory steps ({@code ReduceFrom},
  * {@code CopyFrom}, {@code Signal}, {@code Wait}) over a {@link HostPeerMemory}, message steps
  * ({@code Send}, {@code RecvReduce}, {@code RecvCopy}) over a {@link NetworkLink}, arithmetic
- * with the {@link HostReducer}. The runner knows no transport: shared memory and TCP, threads of
+ * with a {@link Reducer}. The runner knows no transport: shared memory and TCP, threads of
  * one JVM, or a future RDMA link all plug in below it. One per rank; after construction a run
  * allocates nothing.
  *
@@ -31,7 +31,7 @@ public final class PlanRunner {
   private final HostPeerMemory memory;
   private final NetworkLink network;
   private final int rank;
-  private final HostReducer reducer;
+  private final Reducer reducer;
   private final ByteBuffer[] peerBufs;
   private final long[] peerOffsets;
 
@@ -40,7 +40,7 @@ public final class PlanRunner {
    * @param maxLocalRanks the most ranks of one node, bounding a {@code ReduceFrom}'s inputs
    */
   public PlanRunner(HostPeerMemory memory, NetworkLink network, int rank, int maxLocalRanks,
-      HostReducer reducer) {
+      Reducer reducer) {
     this.memory = memory;
     this.network = network;
     this.rank = rank;

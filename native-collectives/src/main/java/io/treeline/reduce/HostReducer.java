@@ -6,7 +6,8 @@ import io.treeline.core.ReduceOp;
 import java.nio.ByteBuffer;
 
 /**
- * Elementwise reduce of N direct buffers into one, for every {@link DataType} x {@link ReduceOp}.
+ * The scalar {@link Reducer}: elementwise reduce of N direct buffers into one, for every
+ * {@link DataType} x {@link ReduceOp}; the fallback where the Vector API is absent.
  *
  * <p>The work goes in blocks of {@link #BLOCK} elements that stay in L1: the block of the first
  * input is loaded into an accumulator array of the type's working precision (f32 for
@@ -18,7 +19,7 @@ import java.nio.ByteBuffer;
  * <p>An instance owns its scratch arrays: it is not thread-safe, and after construction
  * {@link #reduce} and {@link #copy} allocate nothing. Give each rank (thread) its own.
  */
-public final class HostReducer {
+public final class HostReducer extends ArrayForms {
   /** Elements per block: 8 KiB of f64 accumulator plus 8 KiB of operand. */
   public static final int BLOCK = 1024;
 
@@ -41,6 +42,7 @@ public final class HostReducer {
    * @param finish when true and {@code op} is AVG, divide the result by {@code divisor} (the
    *     value is final); ignored for other ops
    */
+  @Override
   public void reduce(DataType type, ReduceOp op, ByteBuffer[] src, long[] srcOffset, int n,
       ByteBuffer dst, long dstOffset, long count, boolean finish, int divisor) {
     if (n < 1 || n > addr.length) {
@@ -73,38 +75,6 @@ public final class HostReducer {
       }
     }
   }
-
-  /** Two-input form: {@code dst = a op b}, the shape of every receive-and-reduce step. */
-  public void reduce2(DataType type, ReduceOp op, ByteBuffer a, long aOffset, ByteBuffer b,
-      long bOffset, ByteBuffer dst, long dstOffset, long count, boolean finish, int divisor) {
-    pair[0] = a;
-    pair[1] = b;
-    pairOffsets[0] = aOffset;
-    pairOffsets[1] = bOffset;
-    try {
-      reduce(type, op, pair, pairOffsets, 2, dst, dstOffset, count, finish, divisor);
-    } finally {
-      pair[0] = null;
-      pair[1] = null;
-    }
-  }
-
-  /** {@code dst = src}, or {@code dst = src / divisor} when it finishes an AVG. */
-  public void copy(DataType type, ReduceOp op, ByteBuffer src, long srcOffset, ByteBuffer dst,
-      long dstOffset, long count, boolean finish, int divisor) {
-    one[0] = src;
-    oneOffset[0] = srcOffset;
-    try {
-      reduce(type, op, one, oneOffset, 1, dst, dstOffset, count, finish, divisor);
-    } finally {
-      one[0] = null;
-    }
-  }
-
-  private final ByteBuffer[] pair = new ByteBuffer[2];
-  private final long[] pairOffsets = new long[2];
-  private final ByteBuffer[] one = new ByteBuffer[1];
-  private final long[] oneOffset = new long[1];
 
   // ---- f32 / f16 / bf16: accumulate in f32 -------------------------------------------------
 

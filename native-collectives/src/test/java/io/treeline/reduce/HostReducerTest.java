@@ -8,7 +8,6 @@ import io.treeline.core.DataType;
 import io.treeline.core.HalfFloats;
 import io.treeline.core.ReduceOp;
 import io.treeline.testing.Elements;
-import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -96,35 +95,6 @@ class HostReducerTest {
 
   @Test
   void theHotPathAllocatesNothing() {
-    com.sun.management.ThreadMXBean mx =
-        (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-    HostReducer reducer = new HostReducer();
-    int n = 4;
-    long count = 100_003;
-    ByteBuffer[] in = new ByteBuffer[n];
-    long[] offs = new long[n];
-    for (int k = 0; k < n; k++) {
-      in[k] = Elements.direct(count, DataType.BF16);
-    }
-    ByteBuffer out = Elements.direct(count, DataType.BF16);
-    for (int warm = 0; warm < 20; warm++) {
-      for (DataType t : new DataType[] {DataType.BF16, DataType.F32}) {
-        reducer.reduce(t, ReduceOp.SUM, in, offs, n, out, 0, count / 2, true, n);
-      }
-    }
-    DataType[] types = DataType.values(); // values() clones: keep it out of the measurement
-    ReduceOp[] ops = ReduceOp.values();
-    long tid = Thread.currentThread().getId();
-    long before = mx.getThreadAllocatedBytes(tid);
-    for (int i = 0; i < 50; i++) {
-      for (DataType t : types) {
-        for (ReduceOp op : ops) {
-          reducer.reduce(t, op, in, offs, n, out, 0, count / t.size(), true, n);
-        }
-      }
-    }
-    long allocated = mx.getThreadAllocatedBytes(tid) - before;
-    // 1750 reduce calls; a single boxed value or lambda per call would exceed this
-    assertTrue(allocated < 1024, "reduce allocated " + allocated + " bytes");
+    Allocations.assertReduceAllocatesNothing(new HostReducer());
   }
 }

@@ -93,7 +93,9 @@ final class RunCommand implements Callable<Integer> {
       main.add(Treeline.class.getName());
     }
     main.addAll(rest);
-    List<String> jvm = List.of("-Xmx" + (heap >> 10) + "k", "-XX:MaxDirectMemorySize=2g");
+    // the Vector API for the host reducers (Reducer.create() falls back to scalar without it)
+    List<String> jvm = List.of("-Xmx" + (heap >> 10) + "k", "-XX:MaxDirectMemorySize=2g",
+        "--add-modules=jdk.incubator.vector");
     List<ProcessLauncher.Result> results = ProcessLauncher.run(perNode, jvm, main, Map.of(),
         timeout, out, allOutput ? -1 : 0);
     int code = 0;

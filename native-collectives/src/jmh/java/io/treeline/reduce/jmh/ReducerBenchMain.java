@@ -46,13 +46,13 @@ public final class ReducerBenchMain {
     if (!cli.getMeasurementTime().hasValue()) {
       b.measurementTime(TimeValue.seconds(1));
     }
-    Options opts = b.jvmArgsAppend("-Xmx2g").build();
+    Options opts = b.jvmArgsAppend("-Xmx2g", "--add-modules=jdk.incubator.vector").build();
     Collection<RunResult> results = new Runner(opts).run();
     List<String[]> memcpy = new ArrayList<>();
     System.out.println();
     System.out.println("# host reducers vs memcpy, same run (GB/s of bytes read + written)");
-    System.out.printf("# %-10s %-6s %-7s %-10s %12s %10s %12s %8s%n", "benchmark", "dtype",
-        "inputs", "size", "ops/s", "GB/s", "memcpy GB/s", "ratio");
+    System.out.printf("# %-10s %-7s %-6s %-7s %-10s %12s %10s %12s %8s%n", "benchmark", "impl",
+        "dtype", "inputs", "size", "ops/s", "GB/s", "memcpy GB/s", "ratio");
     for (RunResult r : results) {
       String name = r.getParams().getBenchmark();
       if (!name.endsWith(".memcpy")) {
@@ -77,8 +77,10 @@ public final class ReducerBenchMain {
           base = Math.max(Double.isNaN(base) ? 0 : base, Double.parseDouble(m[1]));
         }
       }
-      System.out.printf(Locale.ROOT, "  %-10s %-6s %-7s %-10s %12.1f %10.2f %12.2f %8.2f%n",
-          method, method.equals("reduce") ? r.getParams().getParam("dtype") : "-",
+      String impl = r.getParams().getParam("impl");
+      System.out.printf(Locale.ROOT, "  %-10s %-7s %-6s %-7s %-10s %12.1f %10.2f %12.2f %8.2f%n",
+          method, impl == null ? "-" : impl,
+          method.equals("reduce") ? r.getParams().getParam("dtype") : "-",
           method.equals("reduce") ? inputs : "-", size(bytes), ops, bw, base, bw / base);
     }
   }

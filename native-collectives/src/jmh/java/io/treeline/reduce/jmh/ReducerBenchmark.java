@@ -3,6 +3,8 @@ package io.treeline.reduce.jmh;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.reduce.HostReducer;
+import io.treeline.reduce.Reducer;
+import io.treeline.reduce.VectorReducer;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Random;
@@ -15,7 +17,9 @@ import org.openjdk.jmh.annotations.State;
 
 /**
  * Host reducers: {@link #reduce} sums {@code inputs} direct buffers of {@code bytes} each into
- * one, for an AVG-style finish. {@link CopyBenchmark} measures memcpy in the same run.
+ * one, for an AVG-style finish, with the vectorised ({@link VectorReducer}, what
+ * {@link Reducer#create()} picks) or the scalar ({@link HostReducer}) reducer.
+ * {@link CopyBenchmark} measures memcpy in the same run.
  */
 @State(Scope.Thread)
 public class ReducerBenchmark {
@@ -28,7 +32,10 @@ public class ReducerBenchmark {
   @Param({"1048576", "33554432"})
   public int bytes;
 
-  private final HostReducer reducer = new HostReducer();
+  @Param({"vector", "scalar"})
+  public String impl;
+
+  private Reducer reducer;
   private DataType type;
   private ByteBuffer[] in;
   private long[] offsets;
@@ -37,6 +44,11 @@ public class ReducerBenchmark {
   @Setup(Level.Trial)
   public void setup() {
     type = DataType.valueOf(dtype);
+    reducer = impl.equals("scalar") ? new HostReducer() : Reducer.create();
+    if (impl.equals("vector") && !(reducer instanceof VectorReducer)) {
+      throw new IllegalStateException("no Vector API in the benchmark JVM: "
+          + "--add-modules=jdk.incubator.vector missing");
+    }
     in = new ByteBuffer[inputs];
     offsets = new long[inputs];
     Random rnd = new Random(1);

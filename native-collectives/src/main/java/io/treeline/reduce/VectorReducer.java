@@ -1,0 +1,553 @@
+package io.treeline.reduce;
+
+import io.treeline.core.DataType;
+import io.treeline.core.HalfFloats;
+import io.treeline.core.ReduceOp;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * {@link Reducer} on the Vector API ({@code jdk.incubator.vector}): loads and stores go straight
+ * between the direct buffers and SIMD registers, so a two-input f32 sum reads each input once
+ * and writes the output once, as memcpy does. Bits are the same as {@link HostReducer}'s: the
+ * same order of combination, the same IEEE division for AVG, half types widened to f32 and
+ * rounded to nearest even once, with HalfFloats' NaN encodings.
+ *
+ * <p>Work goes in blocks of {@link #BLOCK} elements. With more than two inputs, or with a half
+ * type, a block is accumulated in an f32/f64/i32/i64 scratch buffer that stays in L1:
+ *
+ * <pre>
+ *   2 inputs, f32/f64/i32/i64:  dst = a op b                      (one pass)
+ *   n inputs:                   acc = in0 op in1; acc = acc op ink; dst = acc op in(n-1)
+ *   bf16/f16:                   every input widened into f32 scratch (acc1), combined
+ *                               into acc0, which is rounded into dst once
+ * </pre>
+ *
+ * <p>Each op has its own loop so that the Vector API sees a constant operator (the JIT then
+ * keeps every vector in a register and allocates nothing). The combinations that AVX2 has no
+ * instruction for and the JIT would emulate with allocating Java code fall back to scalar loops:
+ * i64 multiply, integer division (AVG of i32/i64) and u8 ({@link HostReducer} does u8).
+ */
+public final class VectorReducer extends ArrayForms {
+  /** Elements per block: 8 KiB of f32 (16 KiB of f64) scratch per accumulator. */
+  public static final int BLOCK = 2048;
+
+  private static final ByteOrder NO = ByteOrder.nativeOrder();
+  private static final VectorSpecies<Float> SF = FloatVector.SPECIES_PREFERRED;
+  private static final VectorSpecies<Double> SD = DoubleVector.SPECIES_PREFERRED;
+  private static final VectorSpecies<Integer> SI = IntVector.SPECIES_PREFERRED;
+  private static final VectorSpecies<Long> SL = LongVector.SPECIES_PREFERRED;
+
+  private static final int SUM = 0;
+  private static final int PROD = 1;
+  private static final int MIN = 2;
+  private static final int MAX = 3;
+
+  private final HostReducer scalar = new HostReducer();
+  /** Two f32/f64/i32/i64 accumulators of one block (16 KiB each, sized for 8-byte lanes). */
+  private final ByteBuffer acc0 = ByteBuffer.allocateDirect(BLOCK * 8).order(NO);
+  private final ByteBuffer acc1 = ByteBuffer.allocateDirect(BLOCK * 8).order(NO);
+
+  @Override
+  public void reduce(DataType type, ReduceOp op, ByteBuffer[] src, long[] srcOffset, int n,
+      ByteBuffer dst, long dstOffset, long count, boolean finish, int divisor) {
+    boolean divide = finish && op == ReduceOp.AVG && divisor != 1;
+    boolean integerDivide = divide && (type == DataType.I32 || type == DataType.I64);
+    if (type == DataType.U8 || (n == 1 && !divide) || integerDivide
+        || (type == DataType.I64 && op == ReduceOp.PROD)) {
+      // u8 and memcpy; integer AVG and i64 PROD have no AVX2 instruction (see class doc)
+      scalar.reduce(type, op, src, srcOffset, n, dst, dstOffset, count, finish, divisor);
+      return;
+    }
+    if (n < 1 || n > 64) {
+      throw new IllegalArgumentException("reduce takes 1..64 inputs, got " + n);
+    }
+    int es = type.size();
+    long bytes = count * es;
+    for (int k = 0; k < n; k++) {
+      DirectMemory.checkOrder(src[k]);
+      DirectMemory.address(src[k], srcOffset[k], bytes); // checks direct and bounds
+    }
+    DirectMemory.checkOrder(dst);
+    DirectMemory.address(dst, dstOffset, bytes);
+    int o = switch (op) {
+      case SUM, AVG -> SUM;
+      case PROD -> PROD;
+      case MIN -> MIN;
+      case MAX -> MAX;
+    };
+    float fdiv = divide ? divisor : 1f;
+    for (long done = 0; done < count; done += BLOCK) {
+      int len = (int) Math.min(BLOCK, count - done);
+      int off = (int) (done * es);
+      int d = (int) dstOffset + off;
+      switch (type) {
+        case F32 -> blockF32(o, src, srcOffset, n, off, dst, d, len, divide, fdiv);
+        case F64 -> blockF64(o, src, srcOffset, n, off, dst, d, len, divide, divisor);
+        case BF16, F16 -> blockHalf(type == DataType.BF16, o, src, srcOffset, n, off, dst, d,
+            len, divide, fdiv);
+        case I32 -> blockI32(o, src, srcOffset, n, off, dst, d, len);
+        case I64 -> blockI64(o, src, srcOffset, n, off, dst, d, len);
+        default -> throw new AssertionError(type);
+      }
+    }
+  }
+
+  // ---- block drivers: which buffers each pass reads and writes ---------------------------
+
+  private void blockF32(int o, ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst,
+      int d, int len, boolean divide, float div) {
+    if (n == 1) {
+      divF32(src[0], (int) so[0] + off, dst, d, len, div);
+      return;
+    }
+    ByteBuffer a = src[0];
+    int ao = (int) so[0] + off;
+    for (int k = 1; k < n - 1; k++) {
+      f32(o, a, ao, src[k], (int) so[k] + off, acc0, 0, len);
+      a = acc0;
+      ao = 0;
+    }
+    f32(o, a, ao, src[n - 1], (int) so[n - 1] + off, dst, d, len);
+    if (divide) {
+      divF32(dst, d, dst, d, len, div);
+    }
+  }
+
+  private void blockF64(int o, ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst,
+      int d, int len, boolean divide, int div) {
+    if (n == 1) {
+      divF64(src[0], (int) so[0] + off, dst, d, len, div);
+      return;
+    }
+    ByteBuffer a = src[0];
+    int ao = (int) so[0] + off;
+    for (int k = 1; k < n - 1; k++) {
+      f64(o, a, ao, src[k], (int) so[k] + off, acc0, 0, len);
+      a = acc0;
+      ao = 0;
+    }
+    f64(o, a, ao, src[n - 1], (int) so[n - 1] + off, dst, d, len);
+    if (divide) {
+      divF64(dst, d, dst, d, len, div);
+    }
+  }
+
+  /** Half types: widen into acc0 (and acc1), combine in f32, round into dst once. */
+  private void blockHalf(boolean bf16, int o, ByteBuffer[] src, long[] so, int n, int off,
+      ByteBuffer dst, int d, int len, boolean divide, float div) {
+    widen(bf16, src[0], (int) so[0] + off, acc0, len);
+    for (int k = 1; k < n; k++) {
+      widen(bf16, src[k], (int) so[k] + off, acc1, len);
+      f32(o, acc0, 0, acc1, 0, acc0, 0, len);
+    }
+    if (divide) {
+      divF32(acc0, 0, acc0, 0, len, div);
+    }
+    if (bf16) {
+      toBf16(acc0, dst, d, len);
+    } else {
+      toF16(acc0, dst, d, len);
+    }
+  }
+
+  private void blockI32(int o, ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst,
+      int d, int len) {
+    ByteBuffer a = src[0];
+    int ao = (int) so[0] + off;
+    for (int k = 1; k < n - 1; k++) {
+      i32(o, a, ao, src[k], (int) so[k] + off, acc0, 0, len);
+      a = acc0;
+      ao = 0;
+    }
+    i32(o, a, ao, src[n - 1], (int) so[n - 1] + off, dst, d, len);
+  }
+
+  private void blockI64(int o, ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst,
+      int d, int len) {
+    ByteBuffer a = src[0];
+    int ao = (int) so[0] + off;
+    for (int k = 1; k < n - 1; k++) {
+      i64(o, a, ao, src[k], (int) so[k] + off, acc0, 0, len);
+      a = acc0;
+      ao = 0;
+    }
+    i64(o, a, ao, src[n - 1], (int) so[n - 1] + off, dst, d, len);
+  }
+
+  // ---- kernels: dst = a op b over len elements at byte offsets; one small method per op, so
+  //      that C2 compiles each loop on its own with every Vector API call inlined ----------
+
+  private static void f32(int o, ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    switch (o) {
+      case SUM -> addF32(a, ao, b, bo, d, dO, len);
+      case PROD -> mulF32(a, ao, b, bo, d, dO, len);
+      case MIN -> minF32(a, ao, b, bo, d, dO, len);
+      case MAX -> maxF32(a, ao, b, bo, d, dO, len);
+      default -> throw new AssertionError(o);
+    }
+  }
+
+  private static void addF32(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SF.loopBound(len); i < bound; i += SF.length()) {
+      lf(a, ao + 4 * i).add(lf(b, bo + 4 * i)).intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putFloat(dO + 4 * i, a.getFloat(ao + 4 * i) + b.getFloat(bo + 4 * i));
+    }
+  }
+
+  private static void mulF32(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SF.loopBound(len); i < bound; i += SF.length()) {
+      lf(a, ao + 4 * i).mul(lf(b, bo + 4 * i)).intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putFloat(dO + 4 * i, a.getFloat(ao + 4 * i) * b.getFloat(bo + 4 * i));
+    }
+  }
+
+  private static void minF32(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SF.loopBound(len); i < bound; i += SF.length()) {
+      lf(a, ao + 4 * i).min(lf(b, bo + 4 * i)).intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putFloat(dO + 4 * i, Math.min(a.getFloat(ao + 4 * i), b.getFloat(bo + 4 * i)));
+    }
+  }
+
+  private static void maxF32(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SF.loopBound(len); i < bound; i += SF.length()) {
+      lf(a, ao + 4 * i).max(lf(b, bo + 4 * i)).intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putFloat(dO + 4 * i, Math.max(a.getFloat(ao + 4 * i), b.getFloat(bo + 4 * i)));
+    }
+  }
+
+  private static void divF32(ByteBuffer a, int ao, ByteBuffer d, int dO, int len, float div) {
+    int step = SF.length();
+    int bound = SF.loopBound(len);
+    int i = 0;
+    for (; i < bound; i += step) {
+      lf(a, ao + 4 * i).div(div).intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putFloat(dO + 4 * i, a.getFloat(ao + 4 * i) / div);
+    }
+  }
+
+  private static void f64(int o, ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    switch (o) {
+      case SUM -> addF64(a, ao, b, bo, d, dO, len);
+      case PROD -> mulF64(a, ao, b, bo, d, dO, len);
+      case MIN -> minF64(a, ao, b, bo, d, dO, len);
+      case MAX -> maxF64(a, ao, b, bo, d, dO, len);
+      default -> throw new AssertionError(o);
+    }
+  }
+
+  private static void addF64(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SD.loopBound(len); i < bound; i += SD.length()) {
+      ld(a, ao + 8 * i).add(ld(b, bo + 8 * i)).intoByteBuffer(d, dO + 8 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putDouble(dO + 8 * i, a.getDouble(ao + 8 * i) + b.getDouble(bo + 8 * i));
+    }
+  }
+
+  private static void mulF64(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SD.loopBound(len); i < bound; i += SD.length()) {
+      ld(a, ao + 8 * i).mul(ld(b, bo + 8 * i)).intoByteBuffer(d, dO + 8 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putDouble(dO + 8 * i, a.getDouble(ao + 8 * i) * b.getDouble(bo + 8 * i));
+    }
+  }
+
+  private static void minF64(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SD.loopBound(len); i < bound; i += SD.length()) {
+      ld(a, ao + 8 * i).min(ld(b, bo + 8 * i)).intoByteBuffer(d, dO + 8 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putDouble(dO + 8 * i, Math.min(a.getDouble(ao + 8 * i), b.getDouble(bo + 8 * i)));
+    }
+  }
+
+  private static void maxF64(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SD.loopBound(len); i < bound; i += SD.length()) {
+      ld(a, ao + 8 * i).max(ld(b, bo + 8 * i)).intoByteBuffer(d, dO + 8 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putDouble(dO + 8 * i, Math.max(a.getDouble(ao + 8 * i), b.getDouble(bo + 8 * i)));
+    }
+  }
+
+  private static void divF64(ByteBuffer a, int ao, ByteBuffer d, int dO, int len, int div) {
+    double dv = div;
+    int step = SD.length();
+    int bound = SD.loopBound(len);
+    int i = 0;
+    for (; i < bound; i += step) {
+      ld(a, ao + 8 * i).div(dv).intoByteBuffer(d, dO + 8 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putDouble(dO + 8 * i, a.getDouble(ao + 8 * i) / dv);
+    }
+  }
+
+  private static void i32(int o, ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    switch (o) {
+      case SUM -> addI32(a, ao, b, bo, d, dO, len);
+      case PROD -> mulI32(a, ao, b, bo, d, dO, len);
+      case MIN -> minI32(a, ao, b, bo, d, dO, len);
+      case MAX -> maxI32(a, ao, b, bo, d, dO, len);
+      default -> throw new AssertionError(o);
+    }
+  }
+
+  private static void addI32(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SI.loopBound(len); i < bound; i += SI.length()) {
+      li(a, ao + 4 * i).add(li(b, bo + 4 * i)).intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putInt(dO + 4 * i, a.getInt(ao + 4 * i) + b.getInt(bo + 4 * i));
+    }
+  }
+
+  private static void mulI32(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SI.loopBound(len); i < bound; i += SI.length()) {
+      li(a, ao + 4 * i).mul(li(b, bo + 4 * i)).intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putInt(dO + 4 * i, a.getInt(ao + 4 * i) * b.getInt(bo + 4 * i));
+    }
+  }
+
+  private static void minI32(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SI.loopBound(len); i < bound; i += SI.length()) {
+      li(a, ao + 4 * i).min(li(b, bo + 4 * i)).intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putInt(dO + 4 * i, Math.min(a.getInt(ao + 4 * i), b.getInt(bo + 4 * i)));
+    }
+  }
+
+  private static void maxI32(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SI.loopBound(len); i < bound; i += SI.length()) {
+      li(a, ao + 4 * i).max(li(b, bo + 4 * i)).intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putInt(dO + 4 * i, Math.max(a.getInt(ao + 4 * i), b.getInt(bo + 4 * i)));
+    }
+  }
+
+  private static void i64(int o, ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    switch (o) {
+      case SUM -> addI64(a, ao, b, bo, d, dO, len);
+      case MIN -> minI64(a, ao, b, bo, d, dO, len);
+      case MAX -> maxI64(a, ao, b, bo, d, dO, len);
+      default -> throw new AssertionError(o); // PROD goes to the scalar reducer
+    }
+  }
+
+  private static void addI64(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SL.loopBound(len); i < bound; i += SL.length()) {
+      ll(a, ao + 8 * i).add(ll(b, bo + 8 * i)).intoByteBuffer(d, dO + 8 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putLong(dO + 8 * i, a.getLong(ao + 8 * i) + b.getLong(bo + 8 * i));
+    }
+  }
+
+  /** AVX2 has no 64-bit min: compare and blend. */
+  private static void minI64(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SL.loopBound(len); i < bound; i += SL.length()) {
+      LongVector x = ll(a, ao + 8 * i);
+      LongVector y = ll(b, bo + 8 * i);
+      x.blend(y, y.compare(VectorOperators.LT, x)).intoByteBuffer(d, dO + 8 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putLong(dO + 8 * i, Math.min(a.getLong(ao + 8 * i), b.getLong(bo + 8 * i)));
+    }
+  }
+
+  /** AVX2 has no 64-bit max: compare and blend. */
+  private static void maxI64(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len) {
+    int i = 0;
+    for (int bound = SL.loopBound(len); i < bound; i += SL.length()) {
+      LongVector x = ll(a, ao + 8 * i);
+      LongVector y = ll(b, bo + 8 * i);
+      x.blend(y, y.compare(VectorOperators.GT, x)).intoByteBuffer(d, dO + 8 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putLong(dO + 8 * i, Math.max(a.getLong(ao + 8 * i), b.getLong(bo + 8 * i)));
+    }
+  }
+
+  // ---- half conversions, in int lanes -----------------------------------------------------
+  //
+  // An int lane holds two halves, element 2j in its low 16 bits and 2j+1 in its high ones. A
+  // group of 2 x SF.length() halves is widened de-interleaved into the f32 scratch: the even
+  // elements in the first SF.length() floats, the odd ones in the next. The reduce is
+  // elementwise and every input and the output use the same layout, so only the narrowing has
+  // to undo it; the tail past the last whole group stays in natural order. No lane changes
+  // width, so every operation is a plain AVX2 integer or float instruction.
+
+  /** bf16 or f16 at {@code from[fo..]} into f32 at {@code to[0..]}, exact. */
+  private static void widen(boolean bf16, ByteBuffer from, int fo, ByteBuffer to, int len) {
+    int step = 2 * SF.length();
+    int vb = SF.vectorByteSize();
+    int bound = len - len % step;
+    int i = 0;
+    if (bf16) {
+      for (; i < bound; i += step) {
+        IntVector pairs = li(from, fo + 2 * i);
+        int t = 4 * i;
+        pairs.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoByteBuffer(to, t, NO);
+        pairs.and(0xFFFF_0000).reinterpretAsFloats().intoByteBuffer(to, t + vb, NO);
+      }
+      for (; i < len; i++) {
+        to.putFloat(4 * i, HalfFloats.bf16ToFloat(from.getShort(fo + 2 * i)));
+      }
+    } else {
+      for (; i < bound; i += step) {
+        IntVector pairs = li(from, fo + 2 * i);
+        int t = 4 * i;
+        f16ToF32(pairs.and(0xFFFF)).intoByteBuffer(to, t, NO);
+        f16ToF32(pairs.lanewise(VectorOperators.LSHR, 16)).intoByteBuffer(to, t + vb, NO);
+      }
+      for (; i < len; i++) {
+        to.putFloat(4 * i, HalfFloats.halfToFloat(from.getShort(fo + 2 * i)));
+      }
+    }
+  }
+
+  /**
+   * binary16 bits (low 16 of each lane) to f32: exponent and mantissa shifted into place, times
+   * 2^112 rebiases normals and normalises subnormals exactly; Inf/NaN get an all-ones exponent.
+   */
+  private static FloatVector f16ToF32(IntVector h) {
+    IntVector mag = h.and(0x7FFF).lanewise(VectorOperators.LSHL, 13);
+    IntVector bits = mag.reinterpretAsFloats().mul(0x1p112f).reinterpretAsInts();
+    bits = bits.blend(bits.or(0x7F80_0000), mag.compare(VectorOperators.GE, 0x7C00 << 13));
+    return bits.or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
+  }
+
+  /** f32 at {@code from[0..]} (the widened layout) to bf16 at {@code to[tO..]}. */
+  private static void toBf16(ByteBuffer from, ByteBuffer to, int tO, int len) {
+    int step = 2 * SF.length();
+    int vb = SF.vectorByteSize();
+    int bound = len - len % step;
+    int i = 0;
+    for (; i < bound; i += step) {
+      IntVector even = f32ToBf16(li(from, 4 * i));
+      IntVector odd = f32ToBf16(li(from, 4 * i + vb));
+      even.or(odd.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(to, tO + 2 * i, NO);
+    }
+    for (; i < len; i++) {
+      to.putShort(tO + 2 * i, HalfFloats.floatToBf16(from.getFloat(4 * i)));
+    }
+  }
+
+  /** f32 bits to bf16 bits in the low 16 of each lane: round to nearest even, NaN quiet. */
+  private static IntVector f32ToBf16(IntVector bits) {
+    IntVector lsb = bits.lanewise(VectorOperators.LSHR, 16).and(1);
+    IntVector rounded = bits.add(0x7FFF).add(lsb).lanewise(VectorOperators.LSHR, 16);
+    IntVector nan = bits.lanewise(VectorOperators.LSHR, 16).or(0x40);
+    return rounded.blend(nan, bits.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+  }
+
+  /** f32 at {@code from[0..]} (the widened layout) to binary16 at {@code to[tO..]}. */
+  private static void toF16(ByteBuffer from, ByteBuffer to, int tO, int len) {
+    int step = 2 * SF.length();
+    int vb = SF.vectorByteSize();
+    int bound = len - len % step;
+    int i = 0;
+    for (; i < bound; i += step) {
+      IntVector even = f32ToF16(li(from, 4 * i));
+      IntVector odd = f32ToF16(li(from, 4 * i + vb));
+      even.or(odd.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(to, tO + 2 * i, NO);
+    }
+    for (; i < len; i++) {
+      to.putShort(tO + 2 * i, HalfFloats.floatToHalf(from.getFloat(4 * i)));
+    }
+  }
+
+  private static final int DENORM_MAGIC = ((127 - 15) + (23 - 10) + 1) << 23;
+
+  /**
+   * f32 bits to binary16 bits in the low 16 of each lane, as HalfFloats.floatToHalf: normals by
+   * integer rebias with the rounding bias, subnormals by one float add of a magic constant (the
+   * FPU rounds to nearest even), overflow to Inf, NaN quiet with its top payload bits.
+   */
+  private static IntVector f32ToF16(IntVector bits) {
+    IntVector sign = bits.lanewise(VectorOperators.LSHR, 16).and(0x8000);
+    IntVector mag = bits.and(0x7FFF_FFFF);
+    IntVector odd = mag.lanewise(VectorOperators.LSHR, 13).and(1);
+    IntVector normal = mag.add(((15 - 127) << 23) + 0xFFF).add(odd)
+        .lanewise(VectorOperators.LSHR, 13);
+    IntVector sub = mag.reinterpretAsFloats().add(Float.intBitsToFloat(DENORM_MAGIC))
+        .reinterpretAsInts().sub(DENORM_MAGIC);
+    IntVector r = normal.blend(sub, mag.compare(VectorOperators.LT, 113 << 23));
+    r = r.blend(0x7C00, mag.compare(VectorOperators.GE, (127 + 16) << 23));
+    IntVector nan = mag.lanewise(VectorOperators.LSHR, 13).and(0x3FF).or(0x7E00);
+    return r.blend(nan, mag.compare(VectorOperators.GT, 0x7F80_0000)).or(sign);
+  }
+
+  // ---- loads ------------------------------------------------------------------------------
+
+  private static FloatVector lf(ByteBuffer b, int byteOffset) {
+    return FloatVector.fromByteBuffer(SF, b, byteOffset, NO);
+  }
+
+  private static DoubleVector ld(ByteBuffer b, int byteOffset) {
+    return DoubleVector.fromByteBuffer(SD, b, byteOffset, NO);
+  }
+
+  private static IntVector li(ByteBuffer b, int byteOffset) {
+    return IntVector.fromByteBuffer(SI, b, byteOffset, NO);
+  }
+
+  private static LongVector ll(ByteBuffer b, int byteOffset) {
+    return LongVector.fromByteBuffer(SL, b, byteOffset, NO);
+  }
+}
