@@ -71,6 +71,12 @@ public final class Communicator implements AutoCloseable {
   private final Map<String, Plan> plans = new HashMap<>();
   private volatile Throwable broken;
   private volatile boolean closed;
+  /** Asynchronous collectives submitted and not finished; blocking ones run inline at 0. */
+  private final java.util.concurrent.atomic.AtomicInteger queued =
+      new java.util.concurrent.atomic.AtomicInteger();
+  /** Blocking collectives running on their caller's thread now (0 or 1). */
+  private final java.util.concurrent.atomic.AtomicInteger inline =
+      new java.util.concurrent.atomic.AtomicInteger();
   private long sequence;
 
   private Communicator(Bootstrap bootstrap, CommConfig config, Topology topology, int[] planOf,
@@ -300,8 +306,16 @@ public final class Communicator implements AutoCloseable {
   // ---- collectives ---------------------------------------------------------------------------
 
   public void allReduce(ByteBuffer in, ByteBuffer out, long count, DataType type, ReduceOp op) {
-    allReduceAsync(in, out, count, type, op).await(config.timeout().multipliedBy(
-        windows(count, type)));
+    allReduce(in, out, count, type, op, null);
+  }
+
+  /** Blocking allreduce with {@code algorithm} forced (null: the configured or selected one). */
+  public void allReduce(ByteBuffer in, ByteBuffer out, long count, DataType type, ReduceOp op,
+      Algorithm algorithm) {
+    requireBuffers("allReduce", in, out, count, type);
+    requireAlgorithm(algorithm);
+    runSync("allreduce", allReduceBody(in, out, count, type, op, algorithm),
+        config.timeout().multipliedBy(windows(count, type)));
   }
 
   public Handle allReduceAsync(ByteBuffer in, ByteBuffer out, long count, DataType type,
@@ -317,15 +331,24 @@ public final class Communicator implements AutoCloseable {
   public Handle allReduceAsync(ByteBuffer in, ByteBuffer out, long count, DataType type,
       ReduceOp op, Algorithm algorithm) {
     requireBuffers("allReduce", in, out, count, type);
+    requireAlgorithm(algorithm);
+    return submit("allreduce", allReduceBody(in, out, count, type, op, algorithm));
+  }
+
+  private void requireAlgorithm(Algorithm algorithm) {
     if (algorithm != null && !algorithm.supports(topology)) {
       throw new IllegalArgumentException(algorithm.id() + " runs inside one node; this "
           + "communicator spans " + topology.nodes() + " nodes");
     }
-    return submit("allreduce", () -> windowed(in, out, count, type, (c) -> {
+  }
+
+  private Body allReduceBody(ByteBuffer in, ByteBuffer out, long count, DataType type,
+      ReduceOp op, Algorithm algorithm) {
+    return () -> windowed(in, out, count, type, (c) -> {
       Algorithm a = algorithm != null ? algorithm : algorithm(c * type.size());
       return plan("ar-" + a.id(), c, type, -1, () -> a.allReduce(topology, type, c,
           config.plan()));
-    }, op));
+    }, op);
   }
 
   public void broadcast(ByteBuffer in, ByteBuffer out, long count, DataType type, int root) {
@@ -336,9 +359,9 @@ public final class Communicator implements AutoCloseable {
           + "them)");
     }
     int r = planOf[root];
-    submit("broadcast", () -> windowed(in, out, count, type, (c) -> plan("bc", c, type, r,
-        () -> TreeBroadcast.broadcast(topology, type, c, r, config.plan())), ReduceOp.SUM))
-        .await(config.timeout().multipliedBy(windows(count, type)));
+    runSync("broadcast", () -> windowed(in, out, count, type, (c) -> plan("bc", c, type, r,
+        () -> TreeBroadcast.broadcast(topology, type, c, r, config.plan())), ReduceOp.SUM),
+        config.timeout().multipliedBy(windows(count, type)));
   }
 
   /** Rank {@link #topologyRank()} ends with its slice ({@code io.treeline.plan.Slices}) reduced. */
@@ -346,19 +369,19 @@ public final class Communicator implements AutoCloseable {
       ReduceOp op) {
     requireBuffers("reduceScatter", in, out, count, type);
     requireFits("reduceScatter", count, type);
-    submit("reducescatter", () -> whole(in, out, count, type, plan("rs", count, type, -1,
+    runSync("reducescatter", () -> whole(in, out, count, type, plan("rs", count, type, -1,
         () -> topology.nodes() == 1 ? TwoShot.reduceScatter(topology, type, count,
-            config.plan()) : Ring.reduceScatter(topology, type, count, config.plan())), op))
-        .await(config.timeout());
+            config.plan()) : Ring.reduceScatter(topology, type, count, config.plan())), op),
+        config.timeout());
   }
 
   /** Rank {@link #topologyRank()} contributes its slice of {@code in}; all ranks get all. */
   public void allGather(ByteBuffer in, ByteBuffer out, long count, DataType type) {
     requireBuffers("allGather", in, out, count, type);
     requireFits("allGather", count, type);
-    submit("allgather", () -> whole(in, out, count, type, plan("ag", count, type, -1,
-        () -> Ring.allGather(topology, type, count, config.plan())), ReduceOp.SUM))
-        .await(config.timeout());
+    runSync("allgather", () -> whole(in, out, count, type, plan("ag", count, type, -1,
+        () -> Ring.allGather(topology, type, count, config.plan())), ReduceOp.SUM),
+        config.timeout());
   }
 
   /** Returns when every rank has called it. */
@@ -454,21 +477,61 @@ public final class Communicator implements AutoCloseable {
     if (closed) {
       throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
     }
-    Future<?> f = worker.submit(() -> {
-      Throwable b = broken;
-      if (b != null) {
-        throw new CollectiveException(rank, -1, what, "the communicator failed earlier and "
-            + "cannot run more collectives: " + b.getMessage(), b);
-      }
-      try {
-        body.run();
-      } catch (RuntimeException | Error e) {
-        fail(e);
-        throw e;
-      }
-      return null;
-    });
+    queued.incrementAndGet();
+    Future<?> f;
+    try {
+      f = worker.submit(() -> {
+        try {
+          execute(what, body);
+        } finally {
+          queued.decrementAndGet();
+        }
+        return null;
+      });
+    } catch (RuntimeException e) {
+      queued.decrementAndGet();
+      throw e;
+    }
     return new Handle(f, rank, what);
+  }
+
+  /**
+   * A blocking collective runs on the caller's thread when no asynchronous one is queued ahead
+   * of it (order is kept): handing it to the worker and back costs two thread wake-ups, each
+   * tens of microseconds in a VM and up to a scheduler tick on a busy machine, which is more
+   * than a small allreduce itself. close() waits for an inline call as for the worker.
+   */
+  private void runSync(String what, Body body, Duration timeout) {
+    if (queued.get() > 0) {
+      submit(what, body).await(timeout);
+      return;
+    }
+    if (closed) {
+      throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
+    }
+    inline.incrementAndGet();
+    try {
+      if (closed) { // close() may have looked at inline before the increment
+        throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
+      }
+      execute(what, body);
+    } finally {
+      inline.decrementAndGet();
+    }
+  }
+
+  private void execute(String what, Body body) {
+    Throwable b = broken;
+    if (b != null) {
+      throw new CollectiveException(rank, -1, what, "the communicator failed earlier and "
+          + "cannot run more collectives: " + b.getMessage(), b);
+    }
+    try {
+      body.run();
+    } catch (RuntimeException | Error e) {
+      fail(e);
+      throw e;
+    }
   }
 
   private void fail(Throwable e) {
@@ -539,6 +602,14 @@ public final class Communicator implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       stopped = false;
+    }
+    long inlineDeadline = System.nanoTime() + config.timeout().toNanos() + 5_000_000_000L;
+    while (stopped && inline.get() > 0) { // a blocking call on its caller's thread
+      if (System.nanoTime() - inlineDeadline > 0) {
+        stopped = false;
+        break;
+      }
+      java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
     }
     if (!stopped) {
       // a thread still inside a collective could touch the mappings: leave them to the GC

@@ -233,7 +233,11 @@ class InProcessCollectivesTest {
   @Test
   void closedCommunicatorsLeaveNoThreadBehind() throws InterruptedException {
     Communicator[] g = Communicator.inProcess(config(TIMEOUT), 2, 2);
-    Ranks.run(4, 30_000, r -> g[r].barrier()); // the worker threads start with a first call
+    // the worker threads start with a first asynchronous call (blocking ones run inline)
+    Ranks.run(4, 30_000, r -> {
+      ByteBuffer b = Elements.direct(1, DataType.I32);
+      g[r].allReduceAsync(b, b, 1, DataType.I32, ReduceOp.SUM).await(TIMEOUT);
+    });
     assertTrue(commThreads() >= 4);
     closeAll(g);
     long until = System.nanoTime() + 2_000_000_000L; // a pool thread exits just after it ends
@@ -241,6 +245,37 @@ class InProcessCollectivesTest {
       Thread.sleep(10);
     }
     assertEquals(0, commThreads(), "a communicator thread outlived close()");
+  }
+
+  /**
+   * A blocking call runs on its caller's thread; close() from another thread (a killed task)
+   * must end it at once with an error, not at its timeout, and return with nothing mapped.
+   */
+  @Test
+  void closeFromAnotherThreadEndsABlockingCallRunningInline() throws Exception {
+    Communicator[] g = Communicator.inProcess(config(TIMEOUT), 1, 2);
+    try {
+      java.util.concurrent.atomic.AtomicReference<Throwable> thrown =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      Thread caller = new Thread(() -> {
+        ByteBuffer b = Elements.direct(7, DataType.F32);
+        try {
+          g[0].allReduce(b, b, 7, DataType.F32, ReduceOp.SUM); // rank 1 never joins
+        } catch (Throwable e) {
+          thrown.set(e);
+        }
+      }, "inline-caller");
+      caller.start();
+      Thread.sleep(300);
+      long t0 = System.nanoTime();
+      g[0].close();
+      caller.join(20_000);
+      assertTrue(!caller.isAlive(), "the blocking call outlived close()");
+      assertInstanceOf(CollectiveException.class, thrown.get());
+      assertTrue(System.nanoTime() - t0 < TIMEOUT.toNanos() / 2, "close waited for the timeout");
+    } finally {
+      closeAll(g);
+    }
   }
 
   @Test

@@ -30,7 +30,7 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code ./treeline bench}: the allreduce benchmark, in the format of nccl-tests'
- * {@code all_reduce_perf}: per size the time per call, algbw (bytes / time) and busbw (algbw x
+ * {@code all_reduce_perf}: per size the mean time per call (and the slowest rank's median and p99), algbw (bytes / time) and busbw (algbw x
  * 2(n-1)/n, the bandwidth a link would need), and #wrong (elements that differ from the
  * reference). Each size also measures a single-thread memcpy of the same bytes in the same run,
  * so that results from noisy machines can be read as ratios. Writes CSV and a PNG plot.
@@ -49,7 +49,8 @@ import picocli.CommandLine.Spec;
         "  ./treeline run --nodes 2 --ranks-per-node 2 -- bench -b 8 -e 64M -f 4"})
 final class BenchCommand implements Callable<Integer> {
 
-  private record Row(long bytes, long count, String algo, double micros, double algbw,
+  private record Row(long bytes, long count, String algo, double micros, double median,
+      double p99, double algbw,
       double busbw, long wrong, double memcpy) {
   }
 
@@ -243,10 +244,10 @@ final class BenchCommand implements Callable<Integer> {
         + "memcpy: one thread copying the same bytes, same run; %d cores, %s%n", iters, warmup,
         Runtime.getRuntime().availableProcessors(), LocalDateTime.now().withNano(0));
     out.println("#");
-    out.printf("# %12s %12s %8s %6s %17s %10s %8s %8s %7s %8s%n", "size", "count", "type",
-        "redop", "algo", "time", "algbw", "busbw", "#wrong", "memcpy");
-    out.printf("# %12s %12s %8s %6s %17s %10s %8s %8s %7s %8s%n", "(B)", "(elements)", "", "",
-        "", "(us)", "(GB/s)", "(GB/s)", "", "(GB/s)");
+    out.printf("# %12s %12s %8s %6s %17s %10s %10s %10s %8s %8s %7s %8s%n", "size", "count",
+        "type", "redop", "algo", "time", "median", "p99", "algbw", "busbw", "#wrong", "memcpy");
+    out.printf("# %12s %12s %8s %6s %17s %10s %10s %10s %8s %8s %7s %8s%n", "(B)",
+        "(elements)", "", "", "", "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", "", "(GB/s)");
   }
 
   /** What one rank needs to run the benchmark: an allreduce, and agreement on the results. */
@@ -281,8 +282,7 @@ final class BenchCommand implements Callable<Integer> {
 
     public void allReduce(Algorithm algo, ByteBuffer in, ByteBuffer out, long count,
         DataType type, ReduceOp op) {
-      c.allReduceAsync(in, out, count, type, op, algo).await(c.config().timeout()
-          .multipliedBy(8));
+      c.allReduce(in, out, count, type, op, algo);
     }
 
     public double max(double v) {
@@ -315,6 +315,8 @@ final class BenchCommand implements Callable<Integer> {
             : Algorithm.parse(name);
         int it = bytes > (64 << 20) ? Math.max(3, iters / 4) : iters;
         double micros;
+        double median;
+        double p99;
         try (Progress bar = b.rank() == 0 ? Progress.start(Units.bytesText(bytes) + " "
             + al.id(), warmup + it) : Progress.none()) {
           for (int w = 0; w < warmup; w++) {
@@ -322,31 +324,38 @@ final class BenchCommand implements Callable<Integer> {
             bar.step();
           }
           b.max(0); // line the ranks up before the clock starts
+          long[] each = new long[it];
           long t0 = System.nanoTime();
           for (int i = 0; i < it; i++) {
+            long s = System.nanoTime();
             b.allReduce(al, in, res, count, type, op);
+            each[i] = System.nanoTime() - s;
             bar.step();
           }
           micros = b.max((System.nanoTime() - t0) / 1e3 / it);
+          java.util.Arrays.sort(each);
+          // the slowest rank's median and p99 (nearest rank; of 20 iterations p99 is the max)
+          median = b.max(each[(it - 1) / 2] / 1e3);
+          p99 = b.max(each[(int) Math.ceil(0.99 * it) - 1] / 1e3);
         }
         long wrong = b.sum(countWrong(res, count, type, op, n));
         if (b.rank() == 0) {
           Row row = row(bytes, count, name.equals("auto") ? "auto:" + al.id() : al.id(), micros,
-              wrong, n, memcpy(in, res));
+              median, p99, wrong, n, memcpy(in, res));
           rows.add(row);
-          out.printf("  %12d %12d %8s %6s %17s %10.1f %8.2f %8.2f %7d %8.2f%n", row.bytes,
-              row.count, type.longName(), op.shortName(), row.algo, row.micros, row.algbw,
-              row.busbw, row.wrong, row.memcpy);
+          out.printf("  %12d %12d %8s %6s %17s %10.1f %10.1f %10.1f %8.2f %8.2f %7d %8.2f%n",
+              row.bytes, row.count, type.longName(), op.shortName(), row.algo, row.micros,
+              row.median, row.p99, row.algbw, row.busbw, row.wrong, row.memcpy);
         }
       }
     }
   }
 
-  private static Row row(long bytes, long count, String algo, double t, long w, int n,
-      double memcpy) {
+  private static Row row(long bytes, long count, String algo, double t, double median,
+      double p99, long w, int n, double memcpy) {
     double algbw = bytes / t / 1e3;
     double busbw = algbw * 2.0 * (n - 1) / n;
-    return new Row(bytes, count, algo, t, algbw, busbw, w, memcpy);
+    return new Row(bytes, count, algo, t, median, p99, algbw, busbw, w, memcpy);
   }
 
   /** Small integers, exact in every type: rank r's element i is 1 + r % 5 + i % 3. */
@@ -417,11 +426,11 @@ final class BenchCommand implements Callable<Integer> {
       ReduceOp op, String ranksAre) throws IOException {
     Files.createDirectories(dir);
     StringBuilder csv = new StringBuilder("size_bytes,count,dtype,op,algorithm,nodes,ranks,"
-        + "time_us,algbw_gbps,busbw_gbps,wrong,memcpy_gbps\n");
+        + "time_us,median_us,p99_us,algbw_gbps,busbw_gbps,wrong,memcpy_gbps\n");
     for (Row r : rows) {
-      csv.append(String.format("%d,%d,%s,%s,%s,%d,%d,%.3f,%.4f,%.4f,%d,%.4f%n", r.bytes, r.count,
-          type.longName(), op.shortName(), r.algo, topo.nodes(), topo.size(), r.micros, r.algbw,
-          r.busbw, r.wrong, r.memcpy));
+      csv.append(String.format("%d,%d,%s,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%d,%.4f%n",
+          r.bytes, r.count, type.longName(), op.shortName(), r.algo, topo.nodes(), topo.size(),
+          r.micros, r.median, r.p99, r.algbw, r.busbw, r.wrong, r.memcpy));
     }
     Files.writeString(dir.resolve("bench.csv"), csv);
     try {
