@@ -2,6 +2,7 @@ package io.treeline.barrier;
 
 import io.treeline.comm.Communicator;
 import io.treeline.comm.Handle;
+import io.treeline.comm.Window;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import java.nio.ByteBuffer;
@@ -30,6 +31,11 @@ import java.util.List;
  * }</pre>
  * Not thread-safe: one training thread per rank drives it. Per step it allocates nothing
  * beyond the communicator's call bookkeeping.
+ *
+ * <p>A bucket is a {@link Window} of the communicator's registered memory where one fits
+ * ({@link Communicator#windowBytesLeft()}): a gradient is copied once into the segment's INPUT
+ * and once out of its OUTPUT, and the allreduce runs in place. A bucket that does not fit has its
+ * own buffer, which the communicator copies into and out of the segment (four copies).
  */
 public final class GradientAggregator implements AutoCloseable {
   private final Communicator comm;
@@ -89,7 +95,9 @@ public final class GradientAggregator implements AutoCloseable {
     e.readyThisStep = true;
     e.copyIn();
     if (++b.ready == b.members.size()) {
-      b.handle = comm.allReduceAsync(b.buffer, b.buffer, b.count, b.type, ReduceOp.AVG);
+      b.handle = b.window != null
+          ? comm.allReduceAsync(b.window, b.count, b.type, ReduceOp.AVG)
+          : comm.allReduceAsync(b.buffer, b.buffer, b.count, b.type, ReduceOp.AVG);
     }
   }
 
@@ -128,6 +136,12 @@ public final class GradientAggregator implements AutoCloseable {
     return buckets.size();
   }
 
+  /** Buckets that live in registered windows (the others copy through their own buffer). */
+  public int registeredBuckets() {
+    freeze();
+    return (int) buckets.stream().filter(b -> b.window != null).count();
+  }
+
   private void freeze() {
     if (frozen) {
       return;
@@ -147,18 +161,35 @@ public final class GradientAggregator implements AutoCloseable {
       cur.count += e.count;
     }
     for (Bucket b : buckets) {
-      b.buffer = ByteBuffer.allocateDirect((int) Math.max(1, b.count * b.type.size()))
-          .order(ByteOrder.nativeOrder());
+      long bytes = Math.max(1, b.count * b.type.size());
+      if (bytes <= comm.windowBytesLeft()) {
+        b.window = comm.reserveWindow(bytes);
+        b.buffer = b.window.input();
+        b.result = b.window.output();
+      } else {
+        b.buffer = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+        b.result = b.buffer; // reduced in place through the segment
+      }
       b.floats = b.buffer.asFloatBuffer();
       b.doubles = b.buffer.asDoubleBuffer();
+      b.resultFloats = b.result.asFloatBuffer();
+      b.resultDoubles = b.result.asDoubleBuffer();
     }
   }
 
+  /** Waits for buckets in flight and gives the windows back to the communicator. */
   @Override
   public void close() {
     for (Bucket b : buckets) {
       if (b.handle != null) {
         b.handle.await(comm.config().timeout());
+      }
+    }
+    for (int i = buckets.size() - 1; i >= 0; i--) {
+      Bucket b = buckets.get(i);
+      if (b.window != null) {
+        comm.releaseWindow(b.window);
+        b.window = null;
       }
     }
   }
@@ -168,9 +199,13 @@ public final class GradientAggregator implements AutoCloseable {
     final List<Entry> members = new ArrayList<>();
     long count;
     int ready;
+    Window window;
     ByteBuffer buffer;
+    ByteBuffer result;
     FloatBuffer floats;
     DoubleBuffer doubles;
+    FloatBuffer resultFloats;
+    DoubleBuffer resultDoubles;
     Handle handle;
 
     Bucket(DataType type) {
@@ -211,12 +246,12 @@ public final class GradientAggregator implements AutoCloseable {
     void copyOut() {
       int off = (int) offset;
       if (f != null) {
-        bucket.floats.get(off, f, 0, f.length);
+        bucket.resultFloats.get(off, f, 0, f.length);
       } else if (d != null) {
-        bucket.doubles.get(off, d, 0, d.length);
+        bucket.resultDoubles.get(off, d, 0, d.length);
       } else {
         int es = type.size();
-        direct.put(0, bucket.buffer, off * es, (int) (count * es));
+        direct.put(0, bucket.result, off * es, (int) (count * es));
       }
     }
   }

@@ -15,7 +15,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /** Ranks as threads joined through a real TCP store; the aggregator needs no Spark. */
 class GradientAggregatorTest {
@@ -26,8 +27,15 @@ class GradientAggregatorTest {
         .nextGaussian();
   }
 
-  @Test
-  void bucketsAverageEveryGradientOnEveryRankStepAfterStep() throws Exception {
+  /**
+   * The segment decides where buckets live: 32 MiB holds every 8 KiB bucket in a registered
+   * window (copied once in, once out); 64 KiB none (each bucket copies through its own buffer);
+   * 1 MiB + 12 KiB (1 MiB kept for ordinary calls) some: those that fit the 12 KiB in order.
+   */
+  @ParameterizedTest(name = "segment {0} bytes")
+  @CsvSource({"33554432, all", "65536, none", "1060864, some"})
+  void bucketsAverageEveryGradientOnEveryRankStepAfterStep(long segmentBytes, String windows)
+      throws Exception {
     int n = 3;
     int port;
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
@@ -37,12 +45,14 @@ class GradientAggregatorTest {
     AtomicReference<Throwable> failure = new AtomicReference<>();
     List<Thread> threads = new ArrayList<>();
     int[] bucketCount = new int[n];
+    int[] registered = new int[n];
     for (int r = 0; r < n; r++) {
       int rank = r;
       Thread t = new Thread(() -> {
         try (TcpStoreBootstrap boot = TcpStoreBootstrap.create(rank, n, "127.0.0.1", port,
             secret, Duration.ofSeconds(30));
-            Communicator comm = Communicator.create(boot, CommConfig.DEFAULT);
+            Communicator comm = Communicator.create(boot, CommConfig.DEFAULT
+                .withSegmentBytes(segmentBytes));
             GradientAggregator agg = new GradientAggregator(comm, 8 << 10)) {
           float[][] grads = new float[SIZES.length][];
           for (int g = 0; g < SIZES.length; g++) {
@@ -52,6 +62,7 @@ class GradientAggregatorTest {
           double[] extra = new double[77];
           int extraId = agg.register(extra);
           bucketCount[rank] = agg.buckets();
+          registered[rank] = agg.registeredBuckets();
           for (int step = 0; step < 3; step++) {
             for (int g = 0; g < SIZES.length; g++) {
               for (int i = 0; i < SIZES[g]; i++) {
@@ -83,6 +94,17 @@ class GradientAggregatorTest {
             }
           }
           assertThrows(IllegalStateException.class, () -> agg.register(new float[1]));
+          // ordinary calls still work beside the windows, on what the windows left
+          java.nio.ByteBuffer x = java.nio.ByteBuffer.allocateDirect(4 * 5000)
+              .order(java.nio.ByteOrder.nativeOrder());
+          for (int i = 0; i < 5000; i++) {
+            x.putFloat(4 * i, rank + i);
+          }
+          comm.allReduce(x, x, 5000, io.treeline.core.DataType.F32,
+              io.treeline.core.ReduceOp.SUM);
+          for (int i = 0; i < 5000; i++) {
+            assertEquals(3f * i + 3, x.getFloat(4 * i), "ordinary allreduce element " + i);
+          }
         } catch (Throwable e) {
           failure.compareAndSet(null, e);
         }
@@ -98,5 +120,11 @@ class GradientAggregatorTest {
     }
     // 8 KiB buckets: 1+7+1021 floats fill the first, 300+4099 overflow, then a double bucket
     assertTrue(bucketCount[0] >= 3, "buckets: " + bucketCount[0]);
+    String where = registered[0] + " of " + bucketCount[0] + " buckets in registered windows";
+    switch (windows) {
+      case "all" -> assertEquals(bucketCount[0], registered[0], where);
+      case "none" -> assertEquals(0, registered[0], where);
+      default -> assertTrue(registered[0] > 0 && registered[0] < bucketCount[0], where);
+    }
   }
 }

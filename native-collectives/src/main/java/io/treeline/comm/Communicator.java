@@ -418,7 +418,80 @@ public final class Communicator implements AutoCloseable {
   }
 
   private long windowElements(DataType type) {
-    return config.segmentBytes() / type.size();
+    return ordinaryBytes() / type.size();
+  }
+
+  // ---- registered windows (GradientAggregator's buckets) -------------------------------------
+
+  /** Windows are 4 KiB-aligned; ordinary calls keep at least this much of the segment. */
+  private static final long WINDOW_ALIGN = 4096;
+
+  /** Bytes at the top of the segment held by windows. */
+  private long reservedBytes;
+
+  private long ordinaryBytes() {
+    return config.segmentBytes() - reservedBytes;
+  }
+
+  private long ordinaryMinimum() {
+    return Math.max(Math.min(1L << 20, config.segmentBytes()), config.segmentBytes() / 8);
+  }
+
+  /** The largest window {@link #reserveWindow} can still give. */
+  public long windowBytesLeft() {
+    long room = ordinaryBytes() - ordinaryMinimum();
+    return Math.max(0, room - room % WINDOW_ALIGN);
+  }
+
+  /**
+   * Reserve {@code bytes} of registered memory at the top of the segment (see {@link Window}).
+   * Every rank must make the same reservations in the same order, with no collective in flight.
+   *
+   * @throws IllegalArgumentException when more than {@link #windowBytesLeft()} is asked
+   */
+  public synchronized Window reserveWindow(long bytes) {
+    long size = (bytes + WINDOW_ALIGN - 1) / WINDOW_ALIGN * WINDOW_ALIGN;
+    if (bytes < 1 || size > windowBytesLeft()) {
+      throw new IllegalArgumentException("rank " + rank + ": a window of " + bytes + " bytes "
+          + "does not fit: " + windowBytesLeft() + " bytes of the " + config.segmentBytes()
+          + "-byte segment are left for windows; raise segmentBytes "
+          + "(spark.treeline.segmentBytes)");
+    }
+    reservedBytes += size;
+    return new Window(this, config.segmentBytes() - reservedBytes, size, ownInput, ownOutput);
+  }
+
+  /** Give back the most recently reserved window (windows are released in reverse order). */
+  public synchronized void releaseWindow(Window w) {
+    if (w.owner() != this || w.base() != config.segmentBytes() - reservedBytes) {
+      throw new IllegalArgumentException("rank " + rank + ": release windows of this "
+          + "communicator, the last reserved first");
+    }
+    reservedBytes -= w.bytes();
+  }
+
+  /**
+   * Allreduce of the first {@code count} elements of {@code w.input()} into {@code
+   * w.output()}, in place in the registered memory: no copy in or out. Every rank passes its
+   * own window of the same reservation.
+   */
+  public Handle allReduceAsync(Window w, long count, DataType type, ReduceOp op) {
+    if (w == null || w.owner() != this) {
+      throw new IllegalArgumentException("rank " + rank + ": allReduce on a window of another "
+          + "communicator (or null)");
+    }
+    if (type == null || count < 0 || count * type.size() > w.bytes()) {
+      throw new IllegalArgumentException("rank " + rank + ": allReduce of " + count + " x "
+          + type + " does not fit its window of " + w.bytes() + " bytes");
+    }
+    return submit("allreduce", () -> {
+      Algorithm a = algorithm(count * type.size());
+      Plan p = plan("ar-" + a.id(), count, type, -1, () -> a.allReduce(topology, type, count,
+          config.plan()));
+      long t0 = System.nanoTime();
+      runner.run(p, ++sequence, w.base(), op, config.timeout());
+      CommStats.record(p.algorithm(), p.bytes(), System.nanoTime() - t0);
+    });
   }
 
   private long windows(long count, DataType type) {
@@ -466,10 +539,11 @@ public final class Communicator implements AutoCloseable {
   }
 
   private void requireFits(String what, long count, DataType type) {
-    if (count * type.size() > config.segmentBytes()) {
+    if (count * type.size() > ordinaryBytes()) {
       throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count + " x "
-          + type + " (" + count * type.size() + " bytes) exceeds the shared segment of "
-          + config.segmentBytes() + " bytes; raise segmentBytes (spark.treeline.segmentBytes)");
+          + type + " (" + count * type.size() + " bytes) exceeds the shared segment's "
+          + ordinaryBytes() + " bytes outside registered windows; raise segmentBytes "
+          + "(spark.treeline.segmentBytes)");
     }
   }
 
