@@ -8,34 +8,64 @@ import java.util.concurrent.locks.LockSupport;
  * microseconds), then yield the core, then park with exponentially growing sleeps up to
  * {@code maxParkNanos}. {@link #reset()} after every successful poll. Not thread-safe: one per
  * waiting thread.
+ *
+ * <p>The spin phase is a time budget, not a count (a PAUSE takes 10 to 140 cycles depending on
+ * the CPU). Its length is the trade-off of issue 15: a yield on a machine whose cores are busy
+ * with other work gives the core away for a scheduler slice (milliseconds), so a wait that
+ * yields after a few microseconds loses the peer's signal for that long, while a long spin when
+ * ranks outnumber cores takes the core the peer needs. {@link #forWaiters} picks by that.
  */
 public final class BackoffIdleStrategy {
-  private final long maxSpins;
+  /** Spin budget when every waiter can have its own core: a peer's answer comes in time. */
+  public static final long LONG_SPIN_NANOS = 50_000;
+  /** Spin budget when waiters outnumber cores: yield soon, the peer needs this core. */
+  public static final long SHORT_SPIN_NANOS = 2_000;
+
+  private final long spinNanos;
   private final long maxYields;
   private final long minParkNanos;
   private final long maxParkNanos;
   private long spins;
+  private long spinStart;
+  private boolean spinning;
   private long yields;
   private long parkNanos;
 
-  public BackoffIdleStrategy(long maxSpins, long maxYields, long minParkNanos,
+  public BackoffIdleStrategy(long spinNanos, long maxYields, long minParkNanos,
       long maxParkNanos) {
-    this.maxSpins = maxSpins;
+    this.spinNanos = spinNanos;
     this.maxYields = maxYields;
     this.minParkNanos = minParkNanos;
     this.maxParkNanos = maxParkNanos;
     reset();
   }
 
-  /** 100 spins, then 10k yields (ranks often outnumber cores), then parks from 1 us to 100 us. */
+  /** 2 us of spinning, then 10k yields (ranks often outnumber cores), then parks 1-100 us. */
   public static BackoffIdleStrategy defaults() {
-    return new BackoffIdleStrategy(100, 10_000, 1_000, 100_000);
+    return new BackoffIdleStrategy(SHORT_SPIN_NANOS, 10_000, 1_000, 100_000);
+  }
+
+  /**
+   * For one of {@code waiters} threads of this machine that wait on each other (the local ranks
+   * of a node): a 50 us spin when they fit the cores, else the {@link #defaults()}.
+   */
+  public static BackoffIdleStrategy forWaiters(int waiters) {
+    boolean fits = waiters <= Runtime.getRuntime().availableProcessors();
+    return new BackoffIdleStrategy(fits ? LONG_SPIN_NANOS : SHORT_SPIN_NANOS, 10_000, 1_000,
+        100_000);
   }
 
   public void idle() {
-    if (spins < maxSpins) {
-      spins++;
+    if (spinning) {
       Thread.onSpinWait();
+      if ((++spins & 63) == 0) { // the clock every 64 spins: cheap against the PAUSEs
+        long now = System.nanoTime();
+        if (spins == 64) {
+          spinStart = now;
+        } else if (now - spinStart > spinNanos) {
+          spinning = false;
+        }
+      }
     } else if (yields < maxYields) {
       yields++;
       Thread.yield();
@@ -46,6 +76,7 @@ public final class BackoffIdleStrategy {
   }
 
   public void reset() {
+    spinning = true;
     spins = 0;
     yields = 0;
     parkNanos = minParkNanos;

@@ -79,6 +79,40 @@ final class Charts {
     return write(title, caption, List.of(time, bw), png);
   }
 
+  /**
+   * Peers side by side (scripts/bench/peers.sh): median time per call against message size, a
+   * line per series ("treeline", "mpi", "gloo" with ranks and type), and Treeline's median over
+   * each peer's of the same ranks and type (below 1: Treeline is faster).
+   *
+   * @param medians series name to (bytes, median us) points
+   * @param ratios series name to (bytes, ratio) points
+   */
+  static List<Path> peers(String title, String caption, Map<String, double[][]> medians,
+      Map<String, double[][]> ratios, Path png) throws IOException {
+    if (medians.isEmpty()) {
+      throw new IllegalArgumentException("nothing to plot: no measurements for " + png);
+    }
+    XYChart time = panel("median time per call", "message size", "time (us)");
+    XYChart ratio = panel("Treeline / peer (median)", "message size", "ratio");
+    time.getStyler().setYAxisLogarithmic(true);
+    ratio.getStyler().setYAxisLogarithmic(true);
+    ratio.getStyler().setYAxisDecimalPattern("0.###");
+    for (XYChart c : List.of(time, ratio)) {
+      c.setCustomXAxisTickLabelsFormatter(Charts::log2Label);
+    }
+    medians.forEach((k, v) -> time.addSeries(k, log2(v[0]), v[1]));
+    ratios.forEach((k, v) -> ratio.addSeries(k, log2(v[0]), v[1]));
+    return write(title, caption, List.of(time, ratio), png);
+  }
+
+  private static double[] log2(double[] bytes) {
+    double[] x = new double[bytes.length];
+    for (int i = 0; i < x.length; i++) {
+      x[i] = Math.log(Math.max(1, bytes[i])) / Math.log(2);
+    }
+    return x;
+  }
+
   /** Accuracy (train, test) and loss against the epoch; refused for no epochs. */
   static List<Path> training(String title, String caption, List<Trainer.Epoch> epochs, Path png)
       throws IOException {

@@ -20,7 +20,7 @@ public final class PeerFlags {
   private final long[] pids;
   private final Duration timeout;
   private final BooleanSupplier closed;
-  private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
+  private final BackoffIdleStrategy idle;
 
   /**
    * @param rank this rank (plan numbering), as errors name it
@@ -34,6 +34,11 @@ public final class PeerFlags {
     this.pids = pids;
     this.timeout = timeout;
     this.closed = closed;
+    int local = 0;
+    for (SharedSegment seg : segments) {
+      local += seg != null ? 1 : 0;
+    }
+    this.idle = BackoffIdleStrategy.forWaiters(local); // the node's ranks wait on each other
   }
 
   /**

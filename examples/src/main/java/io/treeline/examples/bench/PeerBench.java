@@ -1,0 +1,124 @@
+package io.treeline.examples.bench;
+
+import io.treeline.bootstrap.TcpStoreBootstrap;
+import io.treeline.comm.CommConfig;
+import io.treeline.comm.Communicator;
+import io.treeline.core.DataType;
+import io.treeline.core.ReduceOp;
+import io.treeline.launch.ProcessLauncher;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Treeline's side of scripts/bench/peers.sh, timed exactly as the script's MPI and Gloo sides
+ * (scripts/bench/peers.py) are: per size, warm-up calls, then each call timed on every rank;
+ * the slowest rank's median and p99 are reported; rank r's element i is 1 + r % 5 + i % 3 and
+ * every element of the result is checked. Needs only the JDK and the Treeline classes (no
+ * picocli, no XChart), so it runs from the jlink runtime carried to the GPU machine.
+ *
+ * <pre>
+ *   java -cp ... io.treeline.examples.bench.PeerBench RANKS DTYPE MIN_BYTES MAX_BYTES FACTOR
+ * </pre>
+ * launches RANKS JVMs on one simulated node (shared memory) and prints CSV rows
+ * {@code system,dtype,ranks,bytes,iters,median_us,p99_us,wrong} from rank 0.
+ */
+public final class PeerBench {
+  private PeerBench() {
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (System.getenv(TcpStoreBootstrap.RANK) == null) {
+      int ranks = Integer.parseInt(args[0]);
+      List<String> jvm = List.of("-Xmx1g", "-XX:MaxDirectMemorySize=3g",
+          "--add-modules=jdk.incubator.vector");
+      List<String> main = new ArrayList<>(List.of(PeerBench.class.getName()));
+      main.addAll(Arrays.asList(args));
+      List<ProcessLauncher.Result> res = ProcessLauncher.run(new int[] {ranks}, jvm, main,
+          Map.of(), Duration.ofMinutes(30), System.out, 0);
+      int code = 0;
+      for (ProcessLauncher.Result r : res) {
+        if (r.exitCode() != 0 && code == 0) {
+          code = r.exitCode();
+          System.err.println("rank " + r.rank() + " exited " + r.exitCode() + ":\n" + r.output());
+        }
+      }
+      System.exit(code);
+    }
+    DataType type = DataType.parse(args[1]);
+    long min = Long.parseLong(args[2]);
+    long max = Long.parseLong(args[3]);
+    int factor = Integer.parseInt(args[4]);
+    try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120));
+        Communicator comm = Communicator.create(boot, CommConfig.DEFAULT
+            .withTimeout(Duration.ofSeconds(120)))) {
+      int rank = comm.rank();
+      int n = comm.size();
+      for (long bytes = Math.max(min, type.size()); bytes <= max; bytes *= factor) {
+        long count = bytes / type.size();
+        int iters = iterations(bytes);
+        ByteBuffer in = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+        ByteBuffer out = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+        for (int i = 0; i < count; i++) {
+          type.put(in, i, 1 + rank % 5 + i % 3);
+        }
+        for (int w = 0; w < Math.max(2, iters / 5); w++) {
+          comm.allReduce(in, out, count, type, ReduceOp.SUM);
+        }
+        long[] each = new long[iters];
+        barrier(comm);
+        for (int it = 0; it < iters; it++) {
+          long t0 = System.nanoTime();
+          comm.allReduce(in, out, count, type, ReduceOp.SUM);
+          each[it] = System.nanoTime() - t0;
+        }
+        long wrong = 0;
+        for (int i = 0; i < count; i++) {
+          double want = 0;
+          for (int r = 0; r < n; r++) {
+            want += 1 + r % 5 + i % 3;
+          }
+          if (type.get(out, i) != want) {
+            wrong++;
+          }
+        }
+        Arrays.sort(each);
+        double median = max(comm, each[(iters - 1) / 2] / 1e3);
+        double p99 = max(comm, each[(int) Math.ceil(0.99 * iters) - 1] / 1e3);
+        wrong = (long) sum(comm, wrong);
+        if (rank == 0) {
+          System.out.printf(Locale.ROOT, "treeline,%s,%d,%d,%d,%.3f,%.3f,%d%n",
+              type.name().toLowerCase(Locale.ROOT), n, bytes, iters, median, p99, wrong);
+        }
+      }
+    }
+  }
+
+  /** The same rule as peers.py: many calls for small messages, at least 5 for large ones. */
+  static int iterations(long bytes) {
+    return (int) Math.max(5, Math.min(200, (256L << 20) / Math.max(1, bytes) / 4));
+  }
+
+  private static void barrier(Communicator comm) {
+    max(comm, 0);
+  }
+
+  private static double max(Communicator comm, double v) {
+    ByteBuffer b = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
+    b.putDouble(0, v);
+    comm.allReduce(b, b, 1, DataType.F64, ReduceOp.MAX);
+    return b.getDouble(0);
+  }
+
+  private static double sum(Communicator comm, double v) {
+    ByteBuffer b = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
+    b.putDouble(0, v);
+    comm.allReduce(b, b, 1, DataType.F64, ReduceOp.SUM);
+    return b.getDouble(0);
+  }
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""The peers' side of scripts/bench/peers.sh: MPI_Allreduce (mpi4py) and Gloo (torch.distributed)
+timed exactly as Treeline's PeerBench: per size, warm-up calls, then every call timed on every
+rank; the slowest rank's median and p99 are reported. Rank r's element i is 1 + r % 5 + i % 3 and
+every element of the result is checked. Prints CSV rows
+system,dtype,ranks,bytes,iters,median_us,p99_us,wrong (rank 0).
+
+  mpirun -n K python3 peers.py mpi f32 MIN MAX FACTOR
+  python3 peers.py gloo K f32|bf16 MIN MAX FACTOR
+"""
+import math
+import os
+import socket
+import sys
+import time
+
+
+def iterations(nbytes):
+    return int(max(5, min(200, (256 << 20) // max(1, nbytes) // 4)))
+
+
+def sizes(lo, hi, factor, elem):
+    b = max(lo, elem)
+    while b <= hi:
+        yield b
+        b *= factor
+
+
+def stats(each):
+    each = sorted(each)
+    return each[(len(each) - 1) // 2], each[int(math.ceil(0.99 * len(each))) - 1]
+
+
+def run_mpi(dtype, lo, hi, factor):
+    import numpy as np
+    from mpi4py import MPI
+    if dtype != "f32":
+        if MPI.COMM_WORLD.Get_rank() == 0:
+            print(f"# mpi: no {dtype} in MPI_Allreduce; skipped", file=sys.stderr)
+        return
+    comm = MPI.COMM_WORLD
+    rank, n = comm.Get_rank(), comm.Get_size()
+    for nbytes in sizes(lo, hi, factor, 4):
+        count = nbytes // 4
+        idx = np.arange(count)
+        x = (1 + rank % 5 + idx % 3).astype(np.float32)
+        y = np.empty_like(x)
+        iters = iterations(nbytes)
+        for _ in range(max(2, iters // 5)):
+            comm.Allreduce(x, y, op=MPI.SUM)
+        comm.Barrier()
+        each = []
+        for _ in range(iters):
+            t0 = time.perf_counter_ns()
+            comm.Allreduce(x, y, op=MPI.SUM)
+            each.append((time.perf_counter_ns() - t0) / 1e3)
+        want = sum(1 + r % 5 for r in range(n)) + n * (idx % 3)
+        wrong = int(np.count_nonzero(y != want))
+        med, p99 = stats(each)
+        med = comm.allreduce(med, op=MPI.MAX)
+        p99 = comm.allreduce(p99, op=MPI.MAX)
+        wrong = comm.allreduce(wrong, op=MPI.SUM)
+        if rank == 0:
+            print(f"mpi,{dtype},{n},{nbytes},{iters},{med:.3f},{p99:.3f},{wrong}", flush=True)
+
+
+def gloo_rank(rank, n, port, dtype, lo, hi, factor):
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=n)
+    tdt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    elem = 4 if dtype == "f32" else 2
+    for nbytes in sizes(lo, hi, factor, elem):
+        count = nbytes // elem
+        idx = torch.arange(count)
+        base = (1 + rank % 5 + idx % 3).to(tdt)
+        t = base.clone()
+        iters = iterations(nbytes)
+        try:
+            for _ in range(max(2, iters // 5)):
+                t.copy_(base)
+                dist.all_reduce(t)
+        except RuntimeError as e:
+            if rank == 0:
+                print(f"# gloo: {dtype} all_reduce failed ({e}); skipped", file=sys.stderr)
+            break
+        dist.barrier()
+        each = []
+        for _ in range(iters):
+            t.copy_(base)  # Gloo reduces in place: give it the input again (untimed)
+            t0 = time.perf_counter_ns()
+            dist.all_reduce(t)
+            each.append((time.perf_counter_ns() - t0) / 1e3)
+        want = (sum(1 + r % 5 for r in range(n)) + n * (idx % 3)).to(torch.float64)
+        wrong = int((t.to(torch.float64) != want).sum())
+        med, p99 = stats(each)
+        agg = torch.tensor([med, p99], dtype=torch.float64)
+        dist.all_reduce(agg, op=dist.ReduceOp.MAX)
+        w = torch.tensor([wrong], dtype=torch.float64)
+        dist.all_reduce(w)
+        if rank == 0:
+            print(f"gloo,{dtype},{n},{nbytes},{iters},{agg[0]:.3f},{agg[1]:.3f},{int(w[0])}",
+                  flush=True)
+    dist.destroy_process_group()
+
+
+def run_gloo(n, dtype, lo, hi, factor):
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(lambda_rank, args=(n, port, dtype, lo, hi, factor), nprocs=n, join=True)
+
+
+def lambda_rank(rank, n, port, dtype, lo, hi, factor):
+    gloo_rank(rank, n, port, dtype, lo, hi, factor)
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "mpi":
+        run_mpi(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
+    elif mode == "gloo":
+        run_gloo(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+                 int(sys.argv[6]))
+    else:
+        sys.exit("usage: peers.py mpi DTYPE MIN MAX FACTOR | gloo RANKS DTYPE MIN MAX FACTOR")

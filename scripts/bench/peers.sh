@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Treeline against its peers in ONE run: Treeline's host allreduce (shared memory, one JVM per
+# rank), Open MPI's MPI_Allreduce (mpi4py) and PyTorch's Gloo (torch.distributed, TCP on
+# 127.0.0.1), over the same sizes, ranks and types (f32; bf16 where the peer has it), all on
+# one node, each result checked, timed the same way (warm-up, then every call timed; the
+# slowest rank's median and p99 per size). Writes one CSV and one PNG (median time per size, a
+# line per system; Treeline/peer ratio panel) and prints the ratios.
+#
+#   scripts/bench/peers.sh [--ranks "2 4"] [--min 8] [--max 268435456] [--factor 4]
+#                          [--types "f32 bf16"] [--out out/peers] [--no-install]
+#
+# Installs what is missing from Debian (as root): openmpi-bin, python3-mpi4py, python3-numpy,
+# python3-torch (Debian's 1.13 has Gloo; its Gloo has no bf16). A peer that cannot be had is
+# skipped with a message. On the GPU machine (no Java, no network) it runs from the carried
+# jlink runtime (scripts/device/prepare.sh, .device-carry): torch's Gloo is there; MPI only if
+# mpi4py is; no PNG there (no XChart in the carry): draw it here with
+#   scripts/bench/peers.sh --plot out/peers/peers.csv
+# MPI_PYTHON / GLOO_PYTHON pick the interpreters (default: the first python3 that imports
+# mpi4py / torch). MPIRUN_ARGS go to mpirun.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+ranks="2 4"; min=8; max=268435456; factor=4; types="f32 bf16"; out=out/peers; install=1; plot=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ranks) ranks="$2"; shift 2 ;;
+    --min) min="$2"; shift 2 ;;
+    --max) max="$2"; shift 2 ;;
+    --factor) factor="$2"; shift 2 ;;
+    --types) types="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --no-install) install=0; shift ;;
+    --plot) plot="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+# ---- Java and the classpath: the carried runtime on the GPU machine, else this build -------
+if [ -f .device-carry/bundle.tar.xz ] || [ -x .device-carry/jre/bin/java ]; then
+  # shellcheck source=../device/env.sh
+  source scripts/device/env.sh
+  charts=0
+else
+  ./treeline --version > /dev/null # builds examples when a source changed
+  JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+  CP="examples/target/classes:$(cat examples/target/classpath.txt)"
+  charts=1
+fi
+java_run() { "$JAVA" --add-modules=jdk.incubator.vector -cp "$CP" "$@"; }
+
+draw() { # csv png
+  local caption
+  caption="$(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); scripts/bench/peers.sh"
+  java_run -Djava.awt.headless=true io.treeline.examples.cli.PeersChart "$1" "$2" "$caption" \
+    2> >(grep -v 'incubator modules' >&2)
+}
+if [ -n "$plot" ]; then
+  draw "$plot" "${plot%.csv}.png"
+  exit 0
+fi
+
+# ---- the peers ------------------------------------------------------------------------------
+pick_python() { # module
+  for p in python3 /usr/bin/python3; do
+    if command -v "$p" > /dev/null && "$p" -c "import $1" 2> /dev/null; then echo "$p"; return; fi
+  done
+}
+apt_install() {
+  [ "$install" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null || return 1
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" > /dev/null \
+    || { apt-get update > /dev/null && DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y --no-install-recommends "$@" > /dev/null; }
+}
+MPI_PYTHON=${MPI_PYTHON:-$(pick_python mpi4py)}
+if [ -z "$MPI_PYTHON" ] || ! command -v mpirun > /dev/null; then
+  apt_install openmpi-bin python3-mpi4py python3-numpy || true
+  MPI_PYTHON=$(pick_python mpi4py)
+fi
+GLOO_PYTHON=${GLOO_PYTHON:-$(pick_python torch)}
+if [ -z "$GLOO_PYTHON" ]; then
+  apt_install python3-torch || true
+  GLOO_PYTHON=$(pick_python torch)
+fi
+if [ -n "$GLOO_PYTHON" ] && ! "$GLOO_PYTHON" -c \
+  'import sys, torch.distributed as d; sys.exit(0 if d.is_gloo_available() else 1)'; then
+  echo "peers.sh: $GLOO_PYTHON's torch has no Gloo; Gloo skipped" >&2
+  GLOO_PYTHON=""
+fi
+mpirun_args=(${MPIRUN_ARGS:-})
+[ "$(id -u)" = 0 ] && mpirun_args+=(--allow-run-as-root)
+
+# ---- one run ----------------------------------------------------------------------------------
+mkdir -p "$out"
+csv="$out/peers.csv"
+echo "system,dtype,ranks,bytes,iters,median_us,p99_us,wrong" > "$csv"
+echo "# peers.sh: ranks $ranks, types $types, $min..$max bytes x$factor, $(nproc) cores," \
+  "$(date -u +%Y-%m-%dT%H:%M:%SZ); MPI: ${MPI_PYTHON:-none}, Gloo: ${GLOO_PYTHON:-none}"
+for k in $ranks; do
+  for t in $types; do
+    echo "# treeline, $k ranks, $t" >&2
+    java_run io.treeline.examples.bench.PeerBench "$k" "$t" "$min" "$max" "$factor" 2>&1 \
+      | grep -o 'treeline,.*' | tee -a "$csv"
+    if [ -n "$MPI_PYTHON" ] && [ "$t" = f32 ]; then
+      echo "# mpi, $k ranks, $t" >&2
+      OMP_NUM_THREADS=1 mpirun "${mpirun_args[@]}" --oversubscribe -n "$k" "$MPI_PYTHON" \
+        scripts/bench/peers.py mpi "$t" "$min" "$max" "$factor" | grep '^mpi,' | tee -a "$csv"
+    fi
+    if [ -n "$GLOO_PYTHON" ]; then
+      echo "# gloo, $k ranks, $t" >&2
+      OMP_NUM_THREADS=1 "$GLOO_PYTHON" scripts/bench/peers.py gloo "$k" "$t" "$min" "$max" \
+        "$factor" | grep '^gloo,' | tee -a "$csv" || true
+    fi
+  done
+done
+wrong=$(awk -F, 'NR > 1 && $8 != 0' "$csv" | wc -l)
+echo "# wrote $csv ($wrong rows with wrong elements)"
+if [ "$charts" = 1 ]; then
+  draw "$csv" "$out/peers.png"
+else
+  echo "# no PNG here (the carried runtime has no XChart): scripts/bench/peers.sh --plot $csv"
+fi
+[ "$wrong" = 0 ]
