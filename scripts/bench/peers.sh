@@ -47,7 +47,11 @@ else
   CP="examples/target/classes:$(cat examples/target/classpath.txt)"
   charts=1
 fi
-java_run() { "$JAVA" --add-modules=jdk.incubator.vector -cp "$CP" "$@"; }
+vector=()
+if "$JAVA" --list-modules | grep -q '^jdk.incubator.vector'; then
+  vector=(--add-modules=jdk.incubator.vector) # else the scalar reducer
+fi
+java_run() { "$JAVA" "${vector[@]}" -cp "$CP" "$@"; }
 
 draw() { # csv png
   local caption

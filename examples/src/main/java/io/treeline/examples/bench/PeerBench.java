@@ -35,8 +35,10 @@ public final class PeerBench {
   public static void main(String[] args) throws Exception {
     if (System.getenv(TcpStoreBootstrap.RANK) == null) {
       int ranks = Integer.parseInt(args[0]);
-      List<String> jvm = List.of("-Xmx1g", "-XX:MaxDirectMemorySize=3g",
-          "--add-modules=jdk.incubator.vector");
+      List<String> jvm = new ArrayList<>(List.of("-Xmx1g", "-XX:MaxDirectMemorySize=3g"));
+      if (java.lang.module.ModuleFinder.ofSystem().find("jdk.incubator.vector").isPresent()) {
+        jvm.add("--add-modules=jdk.incubator.vector"); // else the scalar reducer
+      }
       List<String> main = new ArrayList<>(List.of(PeerBench.class.getName()));
       main.addAll(Arrays.asList(args));
       List<ProcessLauncher.Result> res = ProcessLauncher.run(new int[] {ranks}, jvm, main,

@@ -30,9 +30,9 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code ./treeline bench}: the allreduce benchmark, in the format of nccl-tests'
- * {@code all_reduce_perf}: per size the mean time per call (and the slowest rank's median and p99), algbw (bytes / time) and busbw (algbw x
- * 2(n-1)/n, the bandwidth a link would need), and #wrong (elements that differ from the
- * reference). Each size also measures a single-thread memcpy of the same bytes in the same run,
+ * {@code all_reduce_perf}: per size the mean time per call (and the slowest rank's median
+ * and p99), algbw (bytes / time) and busbw (algbw x 2(n-1)/n, the bandwidth a link would
+ * need), and #wrong (elements that differ from the reference). Each size also measures a single-thread memcpy of the same bytes in the same run,
  * so that results from noisy machines can be read as ratios. Writes CSV and a PNG plot.
  */
 @Command(name = "bench",

@@ -93,9 +93,12 @@ final class RunCommand implements Callable<Integer> {
       main.add(Treeline.class.getName());
     }
     main.addAll(rest);
-    // the Vector API for the host reducers (Reducer.create() falls back to scalar without it)
-    List<String> jvm = List.of("-Xmx" + (heap >> 10) + "k", "-XX:MaxDirectMemorySize=2g",
-        "--add-modules=jdk.incubator.vector");
+    List<String> jvm = new ArrayList<>(List.of("-Xmx" + (heap >> 10) + "k",
+        "-XX:MaxDirectMemorySize=2g"));
+    if (java.lang.module.ModuleFinder.ofSystem().find("jdk.incubator.vector").isPresent()) {
+      // the Vector API for the host reducers (Reducer.create() falls back to scalar without it)
+      jvm.add("--add-modules=jdk.incubator.vector");
+    }
     List<ProcessLauncher.Result> results = ProcessLauncher.run(perNode, jvm, main, Map.of(),
         timeout, out, allOutput ? -1 : 0);
     int code = 0;
