@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The peers' side of scripts/bench/peers.sh: MPI_Allreduce (mpi4py) and Gloo (torch.distributed)
-timed exactly as Treeline's PeerBench: per size, warm-up calls, then every call timed on every
-rank; the slowest rank's median and p99 are reported. Rank r's element i is 1 + r % 5 + i % 3 and
+"""The peers' side of scripts/bench/peers.sh: MPI_Allreduce (mpi4py) and Gloo
+(torch.distributed) timed exactly as Treeline's PeerBench: per size, the same warm-up calls,
+then every call timed on every rank; the slowest rank's median and p99 are reported. Rank r's element i is 1 + r % 5 + i % 3 and
 every element of the result is checked. Prints CSV rows
 system,dtype,ranks,bytes,iters,median_us,p99_us,wrong (rank 0).
 
@@ -17,6 +17,12 @@ import time
 
 def iterations(nbytes):
     return int(max(5, min(200, (256 << 20) // max(1, nbytes) // 4)))
+
+
+def warmups(nbytes):
+    """As PeerBench: 3000 untimed calls for small messages (the JVM's JIT needs them), 64 MiB's
+    worth above; every system gets the same."""
+    return int(max(2, min(3000, (64 << 20) // max(1, nbytes))))
 
 
 def sizes(lo, hi, factor, elem):
@@ -46,7 +52,7 @@ def run_mpi(dtype, lo, hi, factor):
         x = (1 + rank % 5 + idx % 3).astype(np.float32)
         y = np.empty_like(x)
         iters = iterations(nbytes)
-        for _ in range(max(2, iters // 5)):
+        for _ in range(warmups(nbytes)):
             comm.Allreduce(x, y, op=MPI.SUM)
         comm.Barrier()
         each = []
@@ -80,7 +86,7 @@ def gloo_rank(rank, n, port, dtype, lo, hi, factor):
         t = base.clone()
         iters = iterations(nbytes)
         try:
-            for _ in range(max(2, iters // 5)):
+            for _ in range(warmups(nbytes)):
                 t.copy_(base)
                 dist.all_reduce(t)
         except RuntimeError as e:

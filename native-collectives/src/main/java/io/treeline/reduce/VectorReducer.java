@@ -16,23 +16,26 @@ import jdk.incubator.vector.VectorSpecies;
  * {@link Reducer} on the Vector API ({@code jdk.incubator.vector}): loads and stores go straight
  * between the direct buffers and SIMD registers, so a two-input f32 sum reads each input once
  * and writes the output once, as memcpy does. Bits are the same as {@link HostReducer}'s: the
- * same order of combination, the same IEEE division for AVG, half types widened to f32 and
- * rounded to nearest even once, with HalfFloats' NaN encodings.
+ * same order of combination, the same IEEE division for AVG, bf16 widened to f32 and rounded
+ * to nearest even once, with HalfFloats' NaN encoding.
  *
- * <p>Work goes in blocks of {@link #BLOCK} elements. With more than two inputs, or with a half
- * type, a block is accumulated in an f32/f64/i32/i64 scratch buffer that stays in L1:
+ * <p>Work goes in blocks of {@link #BLOCK} elements. With more than two inputs, or with bf16
+ * other than a two-input sum, a block is accumulated in an f32/f64/i32/i64 scratch buffer that
+ * stays in L1:
  *
  * <pre>
- *   2 inputs, f32/f64/i32/i64:  dst = a op b                      (one pass)
- *   n inputs:                   acc = in0 op in1; acc = acc op ink; dst = acc op in(n-1)
- *   bf16/f16:                   every input widened into f32 scratch (acc1), combined
- *                               into acc0, which is rounded into dst once
+ *   2 inputs, f32/f64/i32/i64, and bf16 sum/avg:  dst = a op b             (one pass)
+ *   n inputs:                acc = in0 op in1; acc = acc op ink; dst = acc op in(n-1)
+ *   bf16, other ops:         every input widened into f32 scratch (acc1), combined into
+ *                            acc0, which is rounded into dst once
  * </pre>
  *
  * <p>Each op has its own loop so that the Vector API sees a constant operator (the JIT then
- * keeps every vector in a register and allocates nothing). The combinations that AVX2 has no
- * instruction for and the JIT would emulate with allocating Java code fall back to scalar loops:
- * i64 multiply, integer division (AVG of i32/i64) and u8 ({@link HostReducer} does u8).
+ * keeps every vector in a register and allocates nothing). What the JIT would run as allocating
+ * Java code goes to {@link HostReducer}'s scalar loops: i64 multiply and integer division (AVG of
+ * i32/i64), which AVX2 has no instruction for; u8; and f16, whose vectorised conversion (written
+ * and tested bit-exact in the same int-lane style) C2 on JDK 17 did not keep in registers when
+ * f16 was the only type a JVM reduced (4 MiB allocated per 1 MiB call), so it was taken out.
  */
 public final class VectorReducer extends ArrayForms {
   /** Elements per block: 8 KiB of f32 (16 KiB of f64) scratch per accumulator. */
@@ -59,9 +62,9 @@ public final class VectorReducer extends ArrayForms {
       ByteBuffer dst, long dstOffset, long count, boolean finish, int divisor) {
     boolean divide = finish && op == ReduceOp.AVG && divisor != 1;
     boolean integerDivide = divide && (type == DataType.I32 || type == DataType.I64);
-    if (type == DataType.U8 || (n == 1 && !divide) || integerDivide
+    if (type == DataType.U8 || type == DataType.F16 || (n == 1 && !divide) || integerDivide
         || (type == DataType.I64 && op == ReduceOp.PROD)) {
-      // u8 and memcpy; integer AVG and i64 PROD have no AVX2 instruction (see class doc)
+      // u8, f16 and memcpy; integer AVG and i64 PROD have no AVX2 instruction (see class doc)
       scalar.reduce(type, op, src, srcOffset, n, dst, dstOffset, count, finish, divisor);
       return;
     }
@@ -90,8 +93,7 @@ public final class VectorReducer extends ArrayForms {
       switch (type) {
         case F32 -> blockF32(o, src, srcOffset, n, off, dst, d, len, divide, fdiv);
         case F64 -> blockF64(o, src, srcOffset, n, off, dst, d, len, divide, divisor);
-        case BF16, F16 -> blockHalf(type == DataType.BF16, o, src, srcOffset, n, off, dst, d,
-            len, divide, fdiv);
+        case BF16 -> blockBf16(o, src, srcOffset, n, off, dst, d, len, divide, fdiv);
         case I32 -> blockI32(o, src, srcOffset, n, off, dst, d, len);
         case I64 -> blockI64(o, src, srcOffset, n, off, dst, d, len);
         default -> throw new AssertionError(type);
@@ -139,22 +141,24 @@ public final class VectorReducer extends ArrayForms {
     }
   }
 
-  /** Half types: widen into acc0 (and acc1), combine in f32, round into dst once. */
-  private void blockHalf(boolean bf16, int o, ByteBuffer[] src, long[] so, int n, int off,
-      ByteBuffer dst, int d, int len, boolean divide, float div) {
-    widen(bf16, src[0], (int) so[0] + off, acc0, len);
+  /** bf16: widen into acc0 (and acc1), combine in f32, round into dst once. */
+  private void blockBf16(int o, ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst,
+      int d, int len, boolean divide, float div) {
+    if (n == 2 && o == SUM) {
+      // every receive-and-reduce step, and AVG: one pass in registers, no scratch (4-10x the
+      // scratch path)
+      sumBf16(src[0], (int) so[0] + off, src[1], (int) so[1] + off, dst, d, len, divide, div);
+      return;
+    }
+    widen(src[0], (int) so[0] + off, acc0, len);
     for (int k = 1; k < n; k++) {
-      widen(bf16, src[k], (int) so[k] + off, acc1, len);
+      widen(src[k], (int) so[k] + off, acc1, len);
       f32(o, acc0, 0, acc1, 0, acc0, 0, len);
     }
     if (divide) {
       divF32(acc0, 0, acc0, 0, len, div);
     }
-    if (bf16) {
-      toBf16(acc0, dst, d, len);
-    } else {
-      toF16(acc0, dst, d, len);
-    }
+    toBf16(acc0, dst, d, len);
   }
 
   private void blockI32(int o, ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst,
@@ -425,51 +429,27 @@ public final class VectorReducer extends ArrayForms {
 
   // ---- half conversions, in int lanes -----------------------------------------------------
   //
-  // An int lane holds two halves, element 2j in its low 16 bits and 2j+1 in its high ones. A
-  // group of 2 x SF.length() halves is widened de-interleaved into the f32 scratch: the even
+  // An int lane holds two bf16, element 2j in its low 16 bits and 2j+1 in its high ones. A
+  // group of 2 x SF.length() of them is widened de-interleaved into the f32 scratch: the even
   // elements in the first SF.length() floats, the odd ones in the next. The reduce is
   // elementwise and every input and the output use the same layout, so only the narrowing has
   // to undo it; the tail past the last whole group stays in natural order. No lane changes
   // width, so every operation is a plain AVX2 integer or float instruction.
 
-  /** bf16 or f16 at {@code from[fo..]} into f32 at {@code to[0..]}, exact. */
-  private static void widen(boolean bf16, ByteBuffer from, int fo, ByteBuffer to, int len) {
+  /** bf16 at {@code from[fo..]} into f32 at {@code to[0..]} (the widened layout), exact. */
+  private static void widen(ByteBuffer from, int fo, ByteBuffer to, int len) {
     int step = 2 * SF.length();
     int vb = SF.vectorByteSize();
     int bound = len - len % step;
     int i = 0;
-    if (bf16) {
-      for (; i < bound; i += step) {
-        IntVector pairs = li(from, fo + 2 * i);
-        int t = 4 * i;
-        pairs.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoByteBuffer(to, t, NO);
-        pairs.and(0xFFFF_0000).reinterpretAsFloats().intoByteBuffer(to, t + vb, NO);
-      }
-      for (; i < len; i++) {
-        to.putFloat(4 * i, HalfFloats.bf16ToFloat(from.getShort(fo + 2 * i)));
-      }
-    } else {
-      for (; i < bound; i += step) {
-        IntVector pairs = li(from, fo + 2 * i);
-        int t = 4 * i;
-        f16ToF32(pairs.and(0xFFFF)).intoByteBuffer(to, t, NO);
-        f16ToF32(pairs.lanewise(VectorOperators.LSHR, 16)).intoByteBuffer(to, t + vb, NO);
-      }
-      for (; i < len; i++) {
-        to.putFloat(4 * i, HalfFloats.halfToFloat(from.getShort(fo + 2 * i)));
-      }
+    for (; i < bound; i += step) {
+      IntVector pairs = li(from, fo + 2 * i);
+      bf16Even(pairs).intoByteBuffer(to, 4 * i, NO);
+      bf16Odd(pairs).intoByteBuffer(to, 4 * i + vb, NO);
     }
-  }
-
-  /**
-   * binary16 bits (low 16 of each lane) to f32: exponent and mantissa shifted into place, times
-   * 2^112 rebiases normals and normalises subnormals exactly; Inf/NaN get an all-ones exponent.
-   */
-  private static FloatVector f16ToF32(IntVector h) {
-    IntVector mag = h.and(0x7FFF).lanewise(VectorOperators.LSHL, 13);
-    IntVector bits = mag.reinterpretAsFloats().mul(0x1p112f).reinterpretAsInts();
-    bits = bits.blend(bits.or(0x7F80_0000), mag.compare(VectorOperators.GE, 0x7C00 << 13));
-    return bits.or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
+    for (; i < len; i++) {
+      to.putFloat(4 * i, HalfFloats.bf16ToFloat(from.getShort(fo + 2 * i)));
+    }
   }
 
   /** f32 at {@code from[0..]} (the widened layout) to bf16 at {@code to[tO..]}. */
@@ -488,49 +468,67 @@ public final class VectorReducer extends ArrayForms {
     }
   }
 
+  /**
+   * {@code d = round((a + b) [/ div])} for bf16, in registers: an int lane's two halves widen
+   * to an even and an odd float vector, which are added, divided, rounded and packed back.
+   */
+  private static void sumBf16(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d, int dO,
+      int len, boolean divide, float div) {
+    int step = 2 * SF.length();
+    int bound = len - len % step;
+    if (divide) {
+      sumDivBf16(a, ao, b, bo, d, dO, bound, div);
+    } else {
+      sumBf16(a, ao, b, bo, d, dO, bound);
+    }
+    for (int i = bound; i < len; i++) {
+      float r = HalfFloats.bf16ToFloat(a.getShort(ao + 2 * i))
+          + HalfFloats.bf16ToFloat(b.getShort(bo + 2 * i));
+      d.putShort(dO + 2 * i, HalfFloats.floatToBf16(divide ? r / div : r));
+    }
+  }
+
+  /** The vector part of {@link #sumBf16}, {@code len} a multiple of 2 x SF.length(). */
+  private static void sumBf16(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d, int dO,
+      int len) {
+    for (int i = 0; i < len; i += 2 * SF.length()) {
+      IntVector x = li(a, ao + 2 * i);
+      IntVector y = li(b, bo + 2 * i);
+      packBf16(bf16Even(x).add(bf16Even(y)), bf16Odd(x).add(bf16Odd(y)))
+          .intoByteBuffer(d, dO + 2 * i, NO);
+    }
+  }
+
+  /** As the above, divided: one method per loop keeps each small enough for C2 to inline. */
+  private static void sumDivBf16(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
+      int dO, int len, float div) {
+    for (int i = 0; i < len; i += 2 * SF.length()) {
+      IntVector x = li(a, ao + 2 * i);
+      IntVector y = li(b, bo + 2 * i);
+      packBf16(bf16Even(x).add(bf16Even(y)).div(div), bf16Odd(x).add(bf16Odd(y)).div(div))
+          .intoByteBuffer(d, dO + 2 * i, NO);
+    }
+  }
+
+  private static FloatVector bf16Even(IntVector pairs) {
+    return pairs.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+  }
+
+  private static FloatVector bf16Odd(IntVector pairs) {
+    return pairs.and(0xFFFF_0000).reinterpretAsFloats();
+  }
+
+  private static IntVector packBf16(FloatVector even, FloatVector odd) {
+    return f32ToBf16(even.reinterpretAsInts())
+        .or(f32ToBf16(odd.reinterpretAsInts()).lanewise(VectorOperators.LSHL, 16));
+  }
+
   /** f32 bits to bf16 bits in the low 16 of each lane: round to nearest even, NaN quiet. */
   private static IntVector f32ToBf16(IntVector bits) {
     IntVector lsb = bits.lanewise(VectorOperators.LSHR, 16).and(1);
     IntVector rounded = bits.add(0x7FFF).add(lsb).lanewise(VectorOperators.LSHR, 16);
     IntVector nan = bits.lanewise(VectorOperators.LSHR, 16).or(0x40);
     return rounded.blend(nan, bits.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
-  }
-
-  /** f32 at {@code from[0..]} (the widened layout) to binary16 at {@code to[tO..]}. */
-  private static void toF16(ByteBuffer from, ByteBuffer to, int tO, int len) {
-    int step = 2 * SF.length();
-    int vb = SF.vectorByteSize();
-    int bound = len - len % step;
-    int i = 0;
-    for (; i < bound; i += step) {
-      IntVector even = f32ToF16(li(from, 4 * i));
-      IntVector odd = f32ToF16(li(from, 4 * i + vb));
-      even.or(odd.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(to, tO + 2 * i, NO);
-    }
-    for (; i < len; i++) {
-      to.putShort(tO + 2 * i, HalfFloats.floatToHalf(from.getFloat(4 * i)));
-    }
-  }
-
-  private static final int DENORM_MAGIC = ((127 - 15) + (23 - 10) + 1) << 23;
-
-  /**
-   * f32 bits to binary16 bits in the low 16 of each lane, as HalfFloats.floatToHalf: normals by
-   * integer rebias with the rounding bias, subnormals by one float add of a magic constant (the
-   * FPU rounds to nearest even), overflow to Inf, NaN quiet with its top payload bits.
-   */
-  private static IntVector f32ToF16(IntVector bits) {
-    IntVector sign = bits.lanewise(VectorOperators.LSHR, 16).and(0x8000);
-    IntVector mag = bits.and(0x7FFF_FFFF);
-    IntVector odd = mag.lanewise(VectorOperators.LSHR, 13).and(1);
-    IntVector normal = mag.add(((15 - 127) << 23) + 0xFFF).add(odd)
-        .lanewise(VectorOperators.LSHR, 13);
-    IntVector sub = mag.reinterpretAsFloats().add(Float.intBitsToFloat(DENORM_MAGIC))
-        .reinterpretAsInts().sub(DENORM_MAGIC);
-    IntVector r = normal.blend(sub, mag.compare(VectorOperators.LT, 113 << 23));
-    r = r.blend(0x7C00, mag.compare(VectorOperators.GE, (127 + 16) << 23));
-    IntVector nan = mag.lanewise(VectorOperators.LSHR, 13).and(0x3FF).or(0x7E00);
-    return r.blend(nan, mag.compare(VectorOperators.GT, 0x7F80_0000)).or(sign);
   }
 
   // ---- loads ------------------------------------------------------------------------------

@@ -23,8 +23,11 @@ import java.util.Map;
  * picocli, no XChart), so it runs from the jlink runtime carried to the GPU machine.
  *
  * <pre>
- *   java -cp ... io.treeline.examples.bench.PeerBench RANKS DTYPE MIN_BYTES MAX_BYTES FACTOR
+ *   java -cp ... io.treeline.examples.bench.PeerBench RANKS DTYPE MIN MAX FACTOR [WARMUP]
  * </pre>
+ * WARMUP untimed calls per size (default {@link #warmups}: a JVM needs a few thousand calls
+ * before C2 has compiled the whole path, the Vector API's kernels included; the peers get the
+ * same number).
  * launches RANKS JVMs on one simulated node (shared memory) and prints CSV rows
  * {@code system,dtype,ranks,bytes,iters,median_us,p99_us,wrong} from rank 0.
  */
@@ -56,6 +59,7 @@ public final class PeerBench {
     long min = Long.parseLong(args[2]);
     long max = Long.parseLong(args[3]);
     int factor = Integer.parseInt(args[4]);
+    int warmup = args.length > 5 ? Integer.parseInt(args[5]) : -1; // -1: warmups(bytes)
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120));
         Communicator comm = Communicator.create(boot, CommConfig.DEFAULT
             .withTimeout(Duration.ofSeconds(120)))) {
@@ -69,7 +73,7 @@ public final class PeerBench {
         for (int i = 0; i < count; i++) {
           type.put(in, i, 1 + rank % 5 + i % 3);
         }
-        for (int w = 0; w < Math.max(2, iters / 5); w++) {
+        for (int w = 0; w < (warmup >= 0 ? warmup : warmups(bytes)); w++) {
           comm.allReduce(in, out, count, type, ReduceOp.SUM);
         }
         long[] each = new long[iters];
@@ -104,6 +108,11 @@ public final class PeerBench {
   /** The same rule as peers.py: many calls for small messages, at least 5 for large ones. */
   static int iterations(long bytes) {
     return (int) Math.max(5, Math.min(200, (256L << 20) / Math.max(1, bytes) / 4));
+  }
+
+  /** Untimed calls per size, as peers.py: 3000 for small messages, 64 MiB's worth above. */
+  static int warmups(long bytes) {
+    return (int) Math.max(2, Math.min(3000, (64L << 20) / Math.max(1, bytes)));
   }
 
   private static void barrier(Communicator comm) {
