@@ -19,15 +19,12 @@ import jdk.incubator.vector.VectorSpecies;
  * same order of combination, the same IEEE division for AVG, bf16 widened to f32 and rounded
  * to nearest even once, with HalfFloats' NaN encoding.
  *
- * <p>Work goes in blocks of {@link #BLOCK} elements. With more than two inputs, or with bf16
- * other than a two-input sum, a block is accumulated in an f32/f64/i32/i64 scratch buffer that
- * stays in L1:
+ * <p>Work goes in blocks of {@link #BLOCK} elements:
  *
  * <pre>
  *   2 inputs, f32/f64/i32/i64, and bf16 sum/avg:  dst = a op b             (one pass)
- *   n inputs:                acc = in0 op in1; acc = acc op ink; dst = acc op in(n-1)
- *   bf16, other ops:         every input widened into f32 scratch (acc1), combined into
- *                            acc0, which is rounded into dst once
+ *   bf16, other ops or more inputs:  every input widened into f32 scratch (acc1), combined
+ *                                    into acc0 (in L1), which is rounded into dst once
  * </pre>
  *
  * <p>Each op has its own loop so that the Vector API sees a constant operator (the JIT then
@@ -36,9 +33,14 @@ import jdk.incubator.vector.VectorSpecies;
  * i32/i64), which AVX2 has no instruction for; u8; and f16, whose vectorised conversion (written
  * and tested bit-exact in the same int-lane style) C2 on JDK 17 did not keep in registers when
  * f16 was the only type a JVM reduced (4 MiB allocated per 1 MiB call), so it was taken out.
+ * And more than two f32/f64/i32/i64 inputs: each vector load or store through a ByteBuffer costs
+ * JDK 17 a dozen instructions of checks, so where HostReducer's L1 array loops (one memcpy per
+ * input block, then a loop C2 vectorises by itself) do the same work they are faster (JMH, 8
+ * inputs: 0.26 vs 0.17 of memcpy at 1 MiB, 0.55 vs 0.47 at 32 MiB); the n-input code here stays
+ * for bf16, whose widening HostReducer does one element at a time.
  */
 public final class VectorReducer extends ArrayForms {
-  /** Elements per block: 8 KiB of f32 (16 KiB of f64) scratch per accumulator. */
+  /** Elements per block: 8 KiB of f32 scratch per accumulator. */
   public static final int BLOCK = 2048;
 
   private static final ByteOrder NO = ByteOrder.nativeOrder();
@@ -53,9 +55,9 @@ public final class VectorReducer extends ArrayForms {
   private static final int MAX = 3;
 
   private final HostReducer scalar = new HostReducer();
-  /** Two f32/f64/i32/i64 accumulators of one block (16 KiB each, sized for 8-byte lanes). */
-  private final ByteBuffer acc0 = ByteBuffer.allocateDirect(BLOCK * 8).order(NO);
-  private final ByteBuffer acc1 = ByteBuffer.allocateDirect(BLOCK * 8).order(NO);
+  /** The f32 accumulator and operand of one bf16 block. */
+  private final ByteBuffer acc0 = ByteBuffer.allocateDirect(BLOCK * 4).order(NO);
+  private final ByteBuffer acc1 = ByteBuffer.allocateDirect(BLOCK * 4).order(NO);
 
   @Override
   public void reduce(DataType type, ReduceOp op, ByteBuffer[] src, long[] srcOffset, int n,
@@ -63,8 +65,9 @@ public final class VectorReducer extends ArrayForms {
     boolean divide = finish && op == ReduceOp.AVG && divisor != 1;
     boolean integerDivide = divide && (type == DataType.I32 || type == DataType.I64);
     if (type == DataType.U8 || type == DataType.F16 || (n == 1 && !divide) || integerDivide
-        || (type == DataType.I64 && op == ReduceOp.PROD)) {
-      // u8, f16 and memcpy; integer AVG and i64 PROD have no AVX2 instruction (see class doc)
+        || (type == DataType.I64 && op == ReduceOp.PROD) || (n > 2 && type != DataType.BF16)) {
+      // u8, f16 and memcpy; integer AVG and i64 PROD have no AVX2 instruction; more than two
+      // f32/f64/i32/i64 inputs run faster as the scalar reducer's array loops (see class doc)
       scalar.reduce(type, op, src, srcOffset, n, dst, dstOffset, count, finish, divisor);
       return;
     }
@@ -109,14 +112,7 @@ public final class VectorReducer extends ArrayForms {
       divF32(src[0], (int) so[0] + off, dst, d, len, div);
       return;
     }
-    ByteBuffer a = src[0];
-    int ao = (int) so[0] + off;
-    for (int k = 1; k < n - 1; k++) {
-      f32(o, a, ao, src[k], (int) so[k] + off, acc0, 0, len);
-      a = acc0;
-      ao = 0;
-    }
-    f32(o, a, ao, src[n - 1], (int) so[n - 1] + off, dst, d, len);
+    f32(o, src[0], (int) so[0] + off, src[1], (int) so[1] + off, dst, d, len);
     if (divide) {
       divF32(dst, d, dst, d, len, div);
     }
@@ -128,14 +124,7 @@ public final class VectorReducer extends ArrayForms {
       divF64(src[0], (int) so[0] + off, dst, d, len, div);
       return;
     }
-    ByteBuffer a = src[0];
-    int ao = (int) so[0] + off;
-    for (int k = 1; k < n - 1; k++) {
-      f64(o, a, ao, src[k], (int) so[k] + off, acc0, 0, len);
-      a = acc0;
-      ao = 0;
-    }
-    f64(o, a, ao, src[n - 1], (int) so[n - 1] + off, dst, d, len);
+    f64(o, src[0], (int) so[0] + off, src[1], (int) so[1] + off, dst, d, len);
     if (divide) {
       divF64(dst, d, dst, d, len, div);
     }
@@ -163,26 +152,12 @@ public final class VectorReducer extends ArrayForms {
 
   private void blockI32(int o, ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst,
       int d, int len) {
-    ByteBuffer a = src[0];
-    int ao = (int) so[0] + off;
-    for (int k = 1; k < n - 1; k++) {
-      i32(o, a, ao, src[k], (int) so[k] + off, acc0, 0, len);
-      a = acc0;
-      ao = 0;
-    }
-    i32(o, a, ao, src[n - 1], (int) so[n - 1] + off, dst, d, len);
+    i32(o, src[0], (int) so[0] + off, src[1], (int) so[1] + off, dst, d, len);
   }
 
   private void blockI64(int o, ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst,
       int d, int len) {
-    ByteBuffer a = src[0];
-    int ao = (int) so[0] + off;
-    for (int k = 1; k < n - 1; k++) {
-      i64(o, a, ao, src[k], (int) so[k] + off, acc0, 0, len);
-      a = acc0;
-      ao = 0;
-    }
-    i64(o, a, ao, src[n - 1], (int) so[n - 1] + off, dst, d, len);
+    i64(o, src[0], (int) so[0] + off, src[1], (int) so[1] + off, dst, d, len);
   }
 
   // ---- kernels: dst = a op b over len elements at byte offsets; one small method per op, so
