@@ -44,6 +44,31 @@ class ChartsTest {
     assertTrue(svg.split("<path").length > 100, "two panels of lines, ticks and glyphs");
   }
 
+  /** peers.sh's CSV: a figure with time and ratio panels, and the ratios Treeline / peer. */
+  @Test
+  void thePeersFigureDrawsTheCsvAndPrintsTreelineOverEachPeer(@TempDir Path dir)
+      throws Exception {
+    Path csv = dir.resolve("peers.csv");
+    Files.writeString(csv, "system,dtype,ranks,bytes,iters,median_us,p99_us,wrong\n"
+        + "treeline,f32,2,8,200,3.0,9.0,0\ntreeline,f32,2,4096,200,6.0,12.0,0\n"
+        + "mpi,f32,2,8,200,1.5,2.0,0\nmpi,f32,2,4096,200,12.0,20.0,0\n"
+        + "gloo,f32,2,8,200,150.0,900.0,0\ntreeline,bf16,2,8,200,4.0,8.0,0\n");
+    Path png = dir.resolve("peers.png");
+    PrintStream old = System.out;
+    ByteArrayOutputStream buf = new ByteArrayOutputStream();
+    System.setOut(new PrintStream(buf, true, "UTF-8"));
+    try {
+      PeersChart.main(new String[] {csv.toString(), png.toString(), "test machine"});
+    } finally {
+      System.setOut(old);
+    }
+    assertFigure(png);
+    String out = buf.toString("UTF-8");
+    assertTrue(out.contains("treeline/mpi 2 ranks f32: 8B=2.00 4K=0.50"), out);
+    assertTrue(out.contains("treeline/gloo 2 ranks f32: 8B=0.02"), out);
+    assertTrue(!out.contains("bf16:"), "no peer has bf16 here: " + out);
+  }
+
   @Test
   void onePointRendersAndNothingIsRefusedWithoutHanging(@TempDir Path dir) throws Exception {
     Path one = dir.resolve("one.png");
