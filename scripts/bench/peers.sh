@@ -41,6 +41,7 @@ if [ -f .device-carry/bundle.tar.xz ] || [ -x .device-carry/jre/bin/java ]; then
   # shellcheck source=../device/env.sh
   source scripts/device/env.sh
   charts=0
+  install=0 # the GPU machine has no network
 else
   ./treeline --version > /dev/null # builds examples when a source changed
   JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
