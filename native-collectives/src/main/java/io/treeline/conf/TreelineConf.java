@@ -92,7 +92,7 @@ public final class TreelineConf {
           + "memory; the device-to-host copy of one chunk overlaps the network transfer of the "
           + "one before and the host-to-device copy of the one before that.")
       .bytesConf().check(b -> b >= 4096, "must be at least 4 KiB")
-      .createWithDefault(4L << 20);
+      .createWithDefault(io.treeline.plan.StagedHierarchical.DEFAULT_STAGE_CHUNK_BYTES);
 
   public static final ConfEntry<Integer> TEST_RANKS_PER_NODE =
       conf("spark.treeline.test.ranksPerNode")
