@@ -239,7 +239,7 @@ final class TrainCommand implements Callable<Integer> {
           DeviceCommunicator comm = Treeline.deviceCommunicator();
           boolean lead = comm.rank() == 0;
           GpuTrainer.Outcome r = GpuTrainer.train(comm, FashionMnist.load(Path.of(data)), go,
-              lead ? print : null, lead && Progress.enabled() ? System.err : null);
+              lead ? print : null, lead ? Progress.epochs() : null);
           return List.of(r.result()).iterator();
         }
         Communicator comm = Treeline.communicator();
