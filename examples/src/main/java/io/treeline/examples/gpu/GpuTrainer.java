@@ -477,6 +477,7 @@ public final class GpuTrainer {
       for (CUdeviceptr m : memory) {
         cuMemFree(m);
       }
+      k.close();
       if (ownStream != null) {
         cuStreamDestroy(ownStream);
       }
