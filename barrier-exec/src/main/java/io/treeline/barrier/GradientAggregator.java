@@ -1,6 +1,6 @@
 package io.treeline.barrier;
 
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import io.treeline.comm.Handle;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
@@ -32,13 +32,13 @@ import java.util.List;
  * beyond the communicator's call bookkeeping.
  */
 public final class GradientAggregator implements AutoCloseable {
-  private final Communicator comm;
+  private final HostCommunicator comm;
   private final long bucketBytes;
   private final List<Entry> entries = new ArrayList<>();
   private final List<Bucket> buckets = new ArrayList<>();
   private boolean frozen;
 
-  public GradientAggregator(Communicator comm, long bucketBytes) {
+  public GradientAggregator(HostCommunicator comm, long bucketBytes) {
     if (bucketBytes < 1024) {
       throw new IllegalArgumentException("bucketBytes must be at least 1 KiB, got "
           + bucketBytes);

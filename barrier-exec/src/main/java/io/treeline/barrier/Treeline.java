@@ -1,6 +1,6 @@
 package io.treeline.barrier;
 
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import io.treeline.conf.TreelineConf;
 import io.treeline.comm.CommConfig;
 import io.treeline.gpu.DeviceCommunicator;
@@ -20,7 +20,7 @@ import scala.Tuple2;
  * The entry point inside a barrier stage:
  * <pre>{@code
  * rdd.barrier().mapPartitions(it -> {
- *   Communicator comm = Treeline.communicator();
+ *   HostCommunicator comm = Treeline.communicator();
  *   comm.allReduce(grad, grad, n, DataType.F32, ReduceOp.AVG);
  *   ...
  * })
@@ -31,15 +31,15 @@ import scala.Tuple2;
  * or thread behind and Spark's retry of the whole barrier stage starts clean.
  */
 public final class Treeline {
-  private static final ConcurrentHashMap<Long, Communicator> BY_TASK = new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<Long, HostCommunicator> BY_TASK = new ConcurrentHashMap<>();
   private static final ConcurrentHashMap<Long, DeviceCommunicator> DEVICE_BY_TASK =
       new ConcurrentHashMap<>();
 
   private Treeline() {
   }
 
-  public static Communicator communicator() {
-    return perTask(BY_TASK, "communicator", (boot, conf, tc) -> Communicator.create(boot,
+  public static HostCommunicator communicator() {
+    return perTask(BY_TASK, "communicator", (boot, conf, tc) -> HostCommunicator.create(boot,
         CommConfig.from(conf)));
   }
 

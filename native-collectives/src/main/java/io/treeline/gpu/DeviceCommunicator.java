@@ -365,7 +365,7 @@ public final class DeviceCommunicator implements AutoCloseable {
             }
           }
         }
-        r.stage = new HostStage(io.treeline.comm.Communicator.create(
+        r.stage = new HostStage(io.treeline.comm.HostCommunicator.create(
             new io.treeline.bootstrap.SubsetBootstrap(bootstrap, members), config),
             options.bufferBytes() / local + 4096, options.stagingChunkBytes());
       }

@@ -8,7 +8,7 @@ import static jcuda.driver.JCudaDriver.cuMemFreeHost;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import io.treeline.comm.Handle;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
@@ -26,7 +26,7 @@ import jcuda.driver.CUstream;
 
 /**
  * How a slice of device memory crosses nodes: through pinned host memory and the host
- * {@link Communicator} of the ranks with the same local index on every node (its double binary
+ * {@link HostCommunicator} of the ranks with the same local index on every node (its double binary
  * trees over TCP). The slice moves in chunks, in a three-stage pipeline: every chunk's
  * device-to-host copy is enqueued at once (the copy engine runs them back to back); as each
  * lands, its allreduce goes to the host communicator (whose thread runs them in order, so the
@@ -35,7 +35,7 @@ import jcuda.driver.CUstream;
  * copy by the stream.
  */
 final class HostStage implements AutoCloseable {
-  private final Communicator cross;
+  private final HostCommunicator cross;
   private final long capacity;
   private final long chunkBytes;
   private final Pointer pinned = new Pointer();
@@ -44,7 +44,7 @@ final class HostStage implements AutoCloseable {
   private final Handle[] handles;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
 
-  HostStage(Communicator cross, long capacity, long chunkBytes) {
+  HostStage(HostCommunicator cross, long capacity, long chunkBytes) {
     this.cross = cross;
     this.capacity = capacity;
     this.chunkBytes = chunkBytes;

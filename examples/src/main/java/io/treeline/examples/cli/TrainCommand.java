@@ -4,7 +4,7 @@ import io.treeline.barrier.BarrierJobs;
 import io.treeline.barrier.Treeline;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import io.treeline.examples.gpu.GpuTrainOptions;
 import io.treeline.examples.gpu.GpuTrainer;
 import io.treeline.examples.mnist.FashionMnist;
@@ -242,7 +242,7 @@ final class TrainCommand implements Callable<Integer> {
               lead ? print : null, lead && Progress.enabled() ? System.err : null);
           return List.of(r.result()).iterator();
         }
-        Communicator comm = Treeline.communicator();
+        HostCommunicator comm = Treeline.communicator();
         boolean lead = comm.rank() == 0;
         Trainer.Result r = Trainer.train(comm, FashionMnist.load(Path.of(data)), o,
             lead ? print : null, lead ? Progress.epochs() : null);
@@ -321,7 +321,7 @@ final class TrainCommand implements Callable<Integer> {
   private static int plainProcesses(Trainer.Options o, Path dataDir, Path outDir,
       PrintStream out) throws IOException {
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120));
-        Communicator comm = Communicator.create(boot, CommConfig.DEFAULT)) {
+        HostCommunicator comm = HostCommunicator.create(boot, CommConfig.DEFAULT)) {
       boolean lead = comm.rank() == 0;
       if (lead) {
         out.printf("treeline train: %d ranks as processes (%d node(s)), global batch %d, %d "

@@ -52,7 +52,7 @@ import java.util.concurrent.TimeUnit;
  * closed sockets) so that they fail at once, and every later call fails with the first cause.
  * {@link #close} releases segments, mappings, sockets and threads, after a failure too.
  */
-public final class Communicator implements AutoCloseable {
+public final class HostCommunicator implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("io.treeline.comm");
 
   private final Bootstrap bootstrap;
@@ -73,7 +73,7 @@ public final class Communicator implements AutoCloseable {
   private volatile boolean closed;
   private long sequence;
 
-  private Communicator(Bootstrap bootstrap, CommConfig config, Topology topology, int[] planOf,
+  private HostCommunicator(Bootstrap bootstrap, CommConfig config, Topology topology, int[] planOf,
       HostPeerMemory memory, NetworkLink network) {
     this.bootstrap = bootstrap;
     this.config = config;
@@ -98,7 +98,7 @@ public final class Communicator implements AutoCloseable {
    * memory inside a node ({@link ShmTransport}), TCP across nodes ({@link TcpTransport}).
    * Collective: every rank calls it.
    */
-  public static Communicator create(Bootstrap bootstrap, CommConfig config) {
+  public static HostCommunicator create(Bootstrap bootstrap, CommConfig config) {
     String host;
     try {
       host = bindHost();
@@ -133,7 +133,7 @@ public final class Communicator implements AutoCloseable {
    * their addresses through {@code bootstrap}, agree on the {@link Topology}, and connect.
    * Collective: every rank calls it with the same kinds of transport.
    */
-  public static Communicator create(Bootstrap bootstrap, CommConfig config,
+  public static HostCommunicator create(Bootstrap bootstrap, CommConfig config,
       TransportProvider<? extends HostPeerMemory> memoryProvider,
       TransportProvider<? extends NetworkLink> networkProvider) {
     int rank = bootstrap.rank();
@@ -182,7 +182,7 @@ public final class Communicator implements AutoCloseable {
       network = pendingNetwork.connect(new TransportProvider.Peers(topo, planOf[rank],
           networkAddrs, pids, barrier, timeout));
       pendingNetwork = null;
-      return new Communicator(bootstrap, config, topo, planOf, memory, network);
+      return new HostCommunicator(bootstrap, config, topo, planOf, memory, network);
     } catch (IOException | RuntimeException e) {
       if (network != null) {
         network.close();
@@ -210,12 +210,12 @@ public final class Communicator implements AutoCloseable {
    * across processes, over in-process transports. For tests, and the benchmark's thread mode.
    * Each returned communicator is used by one thread; close all of them.
    */
-  public static Communicator[] inProcess(CommConfig config, int... ranksPerNode) {
+  public static HostCommunicator[] inProcess(CommConfig config, int... ranksPerNode) {
     InProcessBootstrap[] boots = InProcessBootstrap.nodes(ranksPerNode);
     int n = boots.length;
     InProcessTransport transport = new InProcessTransport(n, config.segmentBytes(),
         (int) config.plan().chunkBytes(), config.slotsPerLane(), config.timeout());
-    Communicator[] comms = new Communicator[n];
+    HostCommunicator[] comms = new HostCommunicator[n];
     Throwable[] errors = new Throwable[n];
     Thread[] threads = new Thread[n];
     for (int r = 0; r < n; r++) {
@@ -240,7 +240,7 @@ public final class Communicator implements AutoCloseable {
     }
     for (int r = 0; r < n; r++) {
       if (errors[r] != null) {
-        for (Communicator c : comms) {
+        for (HostCommunicator c : comms) {
           if (c != null) {
             c.close();
           }
