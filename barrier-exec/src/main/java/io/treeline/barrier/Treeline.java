@@ -1,8 +1,9 @@
 package io.treeline.barrier;
 
+import io.treeline.comm.CommConfig;
 import io.treeline.comm.HostCommunicator;
 import io.treeline.conf.TreelineConf;
-import io.treeline.comm.CommConfig;
+import io.treeline.core.Communicator;
 import io.treeline.gpu.DeviceCommunicator;
 import io.treeline.gpu.DeviceOptions;
 import java.util.HashMap;
@@ -20,8 +21,8 @@ import scala.Tuple2;
  * The entry point inside a barrier stage:
  * <pre>{@code
  * rdd.barrier().mapPartitions(it -> {
- *   HostCommunicator comm = Treeline.communicator();
- *   comm.allReduce(grad, grad, n, DataType.F32, ReduceOp.AVG);
+ *   Communicator comm = Treeline.communicator();
+ *   comm.allReduce(grad, ReduceOp.AVG);               // float[] grad, averaged in place
  *   ...
  * })
  * }</pre>
@@ -31,14 +32,24 @@ import scala.Tuple2;
  * or thread behind and Spark's retry of the whole barrier stage starts clean.
  */
 public final class Treeline {
-  private static final ConcurrentHashMap<Long, HostCommunicator> BY_TASK = new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<Long, Communicator> BY_TASK = new ConcurrentHashMap<>();
   private static final ConcurrentHashMap<Long, DeviceCommunicator> DEVICE_BY_TASK =
       new ConcurrentHashMap<>();
 
   private Treeline() {
   }
 
-  public static HostCommunicator communicator() {
+  /**
+   * The task's communicator over host memory: shared memory among the tasks of one machine,
+   * TCP across machines, settings from the {@code spark.treeline.*} keys. The first call in a
+   * task sets it up (a collective: every task of the barrier stage must call it); later calls
+   * in the task return the same one; the task's end closes it. Its {@link Communicator#rank()}
+   * is the task's partition id.
+   *
+   * @return the task's communicator
+   * @throws IllegalStateException outside a barrier stage task
+   */
+  public static Communicator communicator() {
     return perTask(BY_TASK, "communicator", (boot, conf, tc) -> HostCommunicator.create(boot,
         CommConfig.from(conf)));
   }

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.barrier.BarrierJobs;
 import io.treeline.barrier.Treeline;
-import io.treeline.comm.HostCommunicator;
+import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.spark.TreelinePlugin;
@@ -55,7 +55,7 @@ class LocalBarrierStageTest {
   void everyTypeAllReducesToTheFloat64ReferenceComputedOnTheDriver() {
     long t0 = System.nanoTime();
     List<double[][]> results = BarrierJobs.collect(fourPartitions(), (p, it) -> {
-      HostCommunicator c = Treeline.communicator();
+      Communicator c = Treeline.communicator();
       DataType[] types = DataType.values();
       double[][] out = new double[types.length][];
       for (DataType t : types) {
@@ -87,7 +87,7 @@ class LocalBarrierStageTest {
       throws Exception {
     long t0 = System.nanoTime();
     List<Integer> attempts = BarrierJobs.collect(fourPartitions(), (p, it) -> {
-      HostCommunicator c = Treeline.communicator();
+      Communicator c = Treeline.communicator();
       ByteBuffer b = ItData.encode(1, c.rank(), N, DataType.F32);
       c.allReduce(b, b, N, DataType.F32, ReduceOp.SUM);
       int attempt = TaskContext.get().stageAttemptNumber();
@@ -115,7 +115,7 @@ class LocalBarrierStageTest {
     long t0 = System.nanoTime();
     Exception e = assertThrows(Exception.class, () -> BarrierJobs.mapPartitions(
         fourPartitions(), (p, it) -> {
-          HostCommunicator c = Treeline.communicator();
+          Communicator c = Treeline.communicator();
           int n = c.rank() == 2 ? N + 1 : N;
           ByteBuffer b = ItData.encode(2, c.rank(), n, DataType.F32);
           c.allReduce(b, b, n, DataType.F32, ReduceOp.SUM);

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.barrier.BarrierJobs;
 import io.treeline.barrier.Treeline;
-import io.treeline.comm.HostCommunicator;
+import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.spark.TreelinePlugin;
@@ -47,7 +47,7 @@ class LocalClusterBarrierStageTest {
     try (JavaSparkContext jsc = new JavaSparkContext(conf)) {
       List<Object[]> out = BarrierJobs.collect(jsc.parallelize(List.of(0, 1, 2, 3), 4),
           (p, it) -> {
-            HostCommunicator c = Treeline.communicator();
+            Communicator c = Treeline.communicator();
             DataType[] types = {DataType.F32, DataType.BF16, DataType.F64, DataType.I64};
             double[][] res = new double[types.length][];
             for (int k = 0; k < types.length; k++) {

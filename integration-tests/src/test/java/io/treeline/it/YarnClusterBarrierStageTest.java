@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.barrier.BarrierJobs;
 import io.treeline.barrier.Treeline;
-import io.treeline.comm.HostCommunicator;
+import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.spark.TreelinePlugin;
@@ -199,7 +199,7 @@ class YarnClusterBarrierStageTest {
       reports = BarrierJobs.collect(jsc.parallelize(List.of(0, 1, 2, 3), EXECUTORS),
           (p, it) -> {
             long s0 = System.nanoTime();
-            HostCommunicator c = Treeline.communicator();
+            Communicator c = Treeline.communicator();
             long s1 = System.nanoTime();
             ByteBuffer[] in = new ByteBuffer[TYPES.length];
             ByteBuffer[] out = new ByteBuffer[TYPES.length];

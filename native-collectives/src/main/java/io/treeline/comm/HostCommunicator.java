@@ -4,9 +4,12 @@ import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
 import io.treeline.bootstrap.InProcessBootstrap;
 import io.treeline.conf.TreelineEnv;
+import io.treeline.core.CollectiveException;
+import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
+import io.treeline.core.Handle;
 import io.treeline.core.ReduceOp;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.Slice;
 import io.treeline.exec.HostPeerMemory;
 import io.treeline.exec.NetworkLink;
 import io.treeline.exec.PlanRunner;
@@ -14,6 +17,7 @@ import io.treeline.plan.Algorithm;
 import io.treeline.plan.Buf;
 import io.treeline.plan.Plan;
 import io.treeline.plan.Ring;
+import io.treeline.plan.Slices;
 import io.treeline.plan.Topology;
 import io.treeline.plan.TreeBroadcast;
 import io.treeline.plan.TwoShot;
@@ -23,7 +27,12 @@ import io.treeline.transport.inprocess.InProcessTransport;
 import io.treeline.transport.shm.ShmTransport;
 import io.treeline.transport.tcp.TcpTransport;
 import java.io.IOException;
+import java.nio.Buffer;
 import java.nio.ByteBuffer;
+import java.nio.DoubleBuffer;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import java.nio.LongBuffer;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -52,7 +61,7 @@ import java.util.concurrent.TimeUnit;
  * closed sockets) so that they fail at once, and every later call fails with the first cause.
  * {@link #close} releases segments, mappings, sockets and threads, after a failure too.
  */
-public final class HostCommunicator implements AutoCloseable {
+public final class HostCommunicator implements Communicator {
   private static final System.Logger LOG = System.getLogger("io.treeline.comm");
 
   private final Bootstrap bootstrap;
@@ -72,6 +81,7 @@ public final class HostCommunicator implements AutoCloseable {
   private volatile Throwable broken;
   private volatile boolean closed;
   private long sequence;
+  private TypedViews views;
 
   private HostCommunicator(Bootstrap bootstrap, CommConfig config, Topology topology, int[] planOf,
       HostPeerMemory memory, NetworkLink network) {
@@ -255,33 +265,60 @@ public final class HostCommunicator implements AutoCloseable {
   // ---- who is who ----------------------------------------------------------------------------
 
   /** This rank, as the bootstrap numbers it. */
+  @Override
   public int rank() {
     return rank;
   }
 
+  @Override
   public int size() {
     return topology.size();
   }
 
   /** This rank's place in node-major order: its slice of a reduce-scatter or all-gather. */
+  @Override
   public int topologyRank() {
     return planRank;
   }
 
+  @Override
   public int localRank() {
     return topology.localRank(planRank);
   }
 
+  @Override
   public int localSize() {
     return topology.localSize(topology.node(planRank));
   }
 
+  @Override
   public int nodeRank() {
     return topology.node(planRank);
   }
 
+  @Override
   public int nodeCount() {
     return topology.nodes();
+  }
+
+  @Override
+  public Duration timeout() {
+    return config.timeout();
+  }
+
+  /** The plans' {@code Slices} with this communicator's alignment, for rank {@code r}. */
+  @Override
+  public Slice slice(long count, DataType type, int r) {
+    if (type == null) {
+      throw new IllegalArgumentException("rank " + rank + ": slice needs a data type");
+    }
+    if (count < 0) {
+      throw new IllegalArgumentException("rank " + rank + ": slice of " + count + " elements");
+    }
+    requireRank("slice", r);
+    int align = config.plan().alignElements(type.size());
+    int p = planOf[r];
+    return new Slice(Slices.lo(count, size(), p, align), Slices.hi(count, size(), p, align));
   }
 
   public Topology topology() {
@@ -297,13 +334,14 @@ public final class HostCommunicator implements AutoCloseable {
     return network.refusedConnections();
   }
 
-  // ---- collectives ---------------------------------------------------------------------------
+  // ---- collectives on direct ByteBuffers -----------------------------------------------------
 
+  @Override
   public void allReduce(ByteBuffer in, ByteBuffer out, long count, DataType type, ReduceOp op) {
-    allReduceAsync(in, out, count, type, op).await(config.timeout().multipliedBy(
-        windows(count, type)));
+    allReduceAsync(in, out, count, type, op).await();
   }
 
+  @Override
   public Handle allReduceAsync(ByteBuffer in, ByteBuffer out, long count, DataType type,
       ReduceOp op) {
     return allReduceAsync(in, out, count, type, op, null);
@@ -317,54 +355,355 @@ public final class HostCommunicator implements AutoCloseable {
   public Handle allReduceAsync(ByteBuffer in, ByteBuffer out, long count, DataType type,
       ReduceOp op, Algorithm algorithm) {
     requireBuffers("allReduce", in, out, count, type);
+    return allReduceChecked(in, out, count, type, op, algorithm);
+  }
+
+  @Override
+  public void broadcast(ByteBuffer in, ByteBuffer out, long count, DataType type, int root) {
+    requireBuffers("broadcast", in, out, count, type);
+    broadcastChecked(in, out, count, type, root);
+  }
+
+  /** Rank {@link #topologyRank()} ends with its {@link #slice} reduced. */
+  @Override
+  public void reduceScatter(ByteBuffer in, ByteBuffer out, long count, DataType type,
+      ReduceOp op) {
+    requireBuffers("reduceScatter", in, out, count, type);
+    reduceScatterChecked(in, out, count, type, op);
+  }
+
+  /** Rank {@link #topologyRank()} contributes its {@link #slice} of {@code in}; all get all. */
+  @Override
+  public void allGather(ByteBuffer in, ByteBuffer out, long count, DataType type) {
+    requireBuffers("allGather", in, out, count, type);
+    allGatherChecked(in, out, count, type);
+  }
+
+  /** Returns when every rank has called it. */
+  @Override
+  public void barrier() {
+    ByteBuffer b = ByteBuffer.allocateDirect(4).order(java.nio.ByteOrder.nativeOrder());
+    allReduce(b, b, 1, DataType.I32, ReduceOp.SUM);
+  }
+
+  // ---- collectives on arrays and typed buffers (views indexed from 0) ------------------------
+
+  @Override
+  public void allReduce(float[] in, int inOffset, float[] out, int outOffset, int count, ReduceOp op) {
+    allReduceAsync(in, inOffset, out, outOffset, count, op).await();
+  }
+
+  @Override
+  public Handle allReduceAsync(float[] in, int inOffset, float[] out, int outOffset, int count,
+      ReduceOp op) {
+    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
+        array("allReduce", "output", out, outOffset, count), count, DataType.F32, op, null);
+  }
+
+  @Override
+  public void broadcast(float[] in, int inOffset, float[] out, int outOffset, int count, int root) {
+    broadcastChecked(array("broadcast", "input", in, inOffset, count),
+        array("broadcast", "output", out, outOffset, count), count, DataType.F32, root);
+  }
+
+  @Override
+  public void reduceScatter(float[] in, int inOffset, float[] out, int outOffset, int count,
+      ReduceOp op) {
+    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
+        array("reduceScatter", "output", out, outOffset, count), count, DataType.F32, op);
+  }
+
+  @Override
+  public void allGather(float[] in, int inOffset, float[] out, int outOffset, int count) {
+    allGatherChecked(array("allGather", "input", in, inOffset, count),
+        array("allGather", "output", out, outOffset, count), count, DataType.F32);
+  }
+
+  @Override
+  public void allReduce(FloatBuffer in, FloatBuffer out, int count, ReduceOp op) {
+    allReduceAsync(in, out, count, op).await();
+  }
+
+  @Override
+  public Handle allReduceAsync(FloatBuffer in, FloatBuffer out, int count, ReduceOp op) {
+    requireTyped("allReduce", in, out, count);
+    return allReduceChecked(in, out, count, DataType.F32, op, null);
+  }
+
+  @Override
+  public void broadcast(FloatBuffer in, FloatBuffer out, int count, int root) {
+    requireTyped("broadcast", in, out, count);
+    broadcastChecked(in, out, count, DataType.F32, root);
+  }
+
+  @Override
+  public void reduceScatter(FloatBuffer in, FloatBuffer out, int count, ReduceOp op) {
+    requireTyped("reduceScatter", in, out, count);
+    reduceScatterChecked(in, out, count, DataType.F32, op);
+  }
+
+  @Override
+  public void allGather(FloatBuffer in, FloatBuffer out, int count) {
+    requireTyped("allGather", in, out, count);
+    allGatherChecked(in, out, count, DataType.F32);
+  }
+
+  @Override
+  public void allReduce(double[] in, int inOffset, double[] out, int outOffset, int count, ReduceOp op) {
+    allReduceAsync(in, inOffset, out, outOffset, count, op).await();
+  }
+
+  @Override
+  public Handle allReduceAsync(double[] in, int inOffset, double[] out, int outOffset, int count,
+      ReduceOp op) {
+    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
+        array("allReduce", "output", out, outOffset, count), count, DataType.F64, op, null);
+  }
+
+  @Override
+  public void broadcast(double[] in, int inOffset, double[] out, int outOffset, int count, int root) {
+    broadcastChecked(array("broadcast", "input", in, inOffset, count),
+        array("broadcast", "output", out, outOffset, count), count, DataType.F64, root);
+  }
+
+  @Override
+  public void reduceScatter(double[] in, int inOffset, double[] out, int outOffset, int count,
+      ReduceOp op) {
+    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
+        array("reduceScatter", "output", out, outOffset, count), count, DataType.F64, op);
+  }
+
+  @Override
+  public void allGather(double[] in, int inOffset, double[] out, int outOffset, int count) {
+    allGatherChecked(array("allGather", "input", in, inOffset, count),
+        array("allGather", "output", out, outOffset, count), count, DataType.F64);
+  }
+
+  @Override
+  public void allReduce(DoubleBuffer in, DoubleBuffer out, int count, ReduceOp op) {
+    allReduceAsync(in, out, count, op).await();
+  }
+
+  @Override
+  public Handle allReduceAsync(DoubleBuffer in, DoubleBuffer out, int count, ReduceOp op) {
+    requireTyped("allReduce", in, out, count);
+    return allReduceChecked(in, out, count, DataType.F64, op, null);
+  }
+
+  @Override
+  public void broadcast(DoubleBuffer in, DoubleBuffer out, int count, int root) {
+    requireTyped("broadcast", in, out, count);
+    broadcastChecked(in, out, count, DataType.F64, root);
+  }
+
+  @Override
+  public void reduceScatter(DoubleBuffer in, DoubleBuffer out, int count, ReduceOp op) {
+    requireTyped("reduceScatter", in, out, count);
+    reduceScatterChecked(in, out, count, DataType.F64, op);
+  }
+
+  @Override
+  public void allGather(DoubleBuffer in, DoubleBuffer out, int count) {
+    requireTyped("allGather", in, out, count);
+    allGatherChecked(in, out, count, DataType.F64);
+  }
+
+  @Override
+  public void allReduce(int[] in, int inOffset, int[] out, int outOffset, int count, ReduceOp op) {
+    allReduceAsync(in, inOffset, out, outOffset, count, op).await();
+  }
+
+  @Override
+  public Handle allReduceAsync(int[] in, int inOffset, int[] out, int outOffset, int count,
+      ReduceOp op) {
+    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
+        array("allReduce", "output", out, outOffset, count), count, DataType.I32, op, null);
+  }
+
+  @Override
+  public void broadcast(int[] in, int inOffset, int[] out, int outOffset, int count, int root) {
+    broadcastChecked(array("broadcast", "input", in, inOffset, count),
+        array("broadcast", "output", out, outOffset, count), count, DataType.I32, root);
+  }
+
+  @Override
+  public void reduceScatter(int[] in, int inOffset, int[] out, int outOffset, int count,
+      ReduceOp op) {
+    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
+        array("reduceScatter", "output", out, outOffset, count), count, DataType.I32, op);
+  }
+
+  @Override
+  public void allGather(int[] in, int inOffset, int[] out, int outOffset, int count) {
+    allGatherChecked(array("allGather", "input", in, inOffset, count),
+        array("allGather", "output", out, outOffset, count), count, DataType.I32);
+  }
+
+  @Override
+  public void allReduce(IntBuffer in, IntBuffer out, int count, ReduceOp op) {
+    allReduceAsync(in, out, count, op).await();
+  }
+
+  @Override
+  public Handle allReduceAsync(IntBuffer in, IntBuffer out, int count, ReduceOp op) {
+    requireTyped("allReduce", in, out, count);
+    return allReduceChecked(in, out, count, DataType.I32, op, null);
+  }
+
+  @Override
+  public void broadcast(IntBuffer in, IntBuffer out, int count, int root) {
+    requireTyped("broadcast", in, out, count);
+    broadcastChecked(in, out, count, DataType.I32, root);
+  }
+
+  @Override
+  public void reduceScatter(IntBuffer in, IntBuffer out, int count, ReduceOp op) {
+    requireTyped("reduceScatter", in, out, count);
+    reduceScatterChecked(in, out, count, DataType.I32, op);
+  }
+
+  @Override
+  public void allGather(IntBuffer in, IntBuffer out, int count) {
+    requireTyped("allGather", in, out, count);
+    allGatherChecked(in, out, count, DataType.I32);
+  }
+
+  @Override
+  public void allReduce(long[] in, int inOffset, long[] out, int outOffset, int count, ReduceOp op) {
+    allReduceAsync(in, inOffset, out, outOffset, count, op).await();
+  }
+
+  @Override
+  public Handle allReduceAsync(long[] in, int inOffset, long[] out, int outOffset, int count,
+      ReduceOp op) {
+    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
+        array("allReduce", "output", out, outOffset, count), count, DataType.I64, op, null);
+  }
+
+  @Override
+  public void broadcast(long[] in, int inOffset, long[] out, int outOffset, int count, int root) {
+    broadcastChecked(array("broadcast", "input", in, inOffset, count),
+        array("broadcast", "output", out, outOffset, count), count, DataType.I64, root);
+  }
+
+  @Override
+  public void reduceScatter(long[] in, int inOffset, long[] out, int outOffset, int count,
+      ReduceOp op) {
+    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
+        array("reduceScatter", "output", out, outOffset, count), count, DataType.I64, op);
+  }
+
+  @Override
+  public void allGather(long[] in, int inOffset, long[] out, int outOffset, int count) {
+    allGatherChecked(array("allGather", "input", in, inOffset, count),
+        array("allGather", "output", out, outOffset, count), count, DataType.I64);
+  }
+
+  @Override
+  public void allReduce(LongBuffer in, LongBuffer out, int count, ReduceOp op) {
+    allReduceAsync(in, out, count, op).await();
+  }
+
+  @Override
+  public Handle allReduceAsync(LongBuffer in, LongBuffer out, int count, ReduceOp op) {
+    requireTyped("allReduce", in, out, count);
+    return allReduceChecked(in, out, count, DataType.I64, op, null);
+  }
+
+  @Override
+  public void broadcast(LongBuffer in, LongBuffer out, int count, int root) {
+    requireTyped("broadcast", in, out, count);
+    broadcastChecked(in, out, count, DataType.I64, root);
+  }
+
+  @Override
+  public void reduceScatter(LongBuffer in, LongBuffer out, int count, ReduceOp op) {
+    requireTyped("reduceScatter", in, out, count);
+    reduceScatterChecked(in, out, count, DataType.I64, op);
+  }
+
+  @Override
+  public void allGather(LongBuffer in, LongBuffer out, int count) {
+    requireTyped("allGather", in, out, count);
+    allGatherChecked(in, out, count, DataType.I64);
+  }
+
+  private FloatBuffer array(String what, String which, float[] a, int offset, int count) {
+    requireRange(what, which, a == null ? -1 : a.length, offset, count);
+    return FloatBuffer.wrap(a, offset, count).slice();
+  }
+
+  private DoubleBuffer array(String what, String which, double[] a, int offset, int count) {
+    requireRange(what, which, a == null ? -1 : a.length, offset, count);
+    return DoubleBuffer.wrap(a, offset, count).slice();
+  }
+
+  private IntBuffer array(String what, String which, int[] a, int offset, int count) {
+    requireRange(what, which, a == null ? -1 : a.length, offset, count);
+    return IntBuffer.wrap(a, offset, count).slice();
+  }
+
+  private LongBuffer array(String what, String which, long[] a, int offset, int count) {
+    requireRange(what, which, a == null ? -1 : a.length, offset, count);
+    return LongBuffer.wrap(a, offset, count).slice();
+  }
+
+
+  // ---- the collectives, arguments checked; in and out are views indexed from element 0 ------
+
+  private Handle allReduceChecked(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
+      Algorithm algorithm) {
+    requireOp("allReduce", op);
     if (algorithm != null && !algorithm.supports(topology)) {
       throw new IllegalArgumentException(algorithm.id() + " runs inside one node; this "
           + "communicator spans " + topology.nodes() + " nodes");
     }
-    return submit("allreduce", () -> windowed(in, out, count, type, (c) -> {
+    return submit("allreduce", windows(count, type), () -> windowed(in, out, count, type, (c) -> {
       Algorithm a = algorithm != null ? algorithm : algorithm(c * type.size());
       return plan("ar-" + a.id(), c, type, -1, () -> a.allReduce(topology, type, c,
           config.plan()));
     }, op));
   }
 
-  public void broadcast(ByteBuffer in, ByteBuffer out, long count, DataType type, int root) {
-    requireBuffers("broadcast", in, out, count, type);
-    if (root < 0 || root >= size()) {
-      throw new IllegalArgumentException("rank " + rank + ": broadcast root " + root
-          + " is not a rank of this communicator (0.." + (size() - 1) + ", as rank() numbers "
-          + "them)");
-    }
+  private void broadcastChecked(Buffer in, Buffer out, long count, DataType type, int root) {
+    requireRank("broadcast root", root);
     int r = planOf[root];
-    submit("broadcast", () -> windowed(in, out, count, type, (c) -> plan("bc", c, type, r,
-        () -> TreeBroadcast.broadcast(topology, type, c, r, config.plan())), ReduceOp.SUM))
-        .await(config.timeout().multipliedBy(windows(count, type)));
+    submit("broadcast", windows(count, type), () -> windowed(in, out, count, type, (c) -> plan(
+        "bc", c, type, r, () -> TreeBroadcast.broadcast(topology, type, c, r, config.plan())),
+        ReduceOp.SUM)).await();
   }
 
-  /** Rank {@link #topologyRank()} ends with its slice ({@code io.treeline.plan.Slices}) reduced. */
-  public void reduceScatter(ByteBuffer in, ByteBuffer out, long count, DataType type,
+  private void reduceScatterChecked(Buffer in, Buffer out, long count, DataType type,
       ReduceOp op) {
-    requireBuffers("reduceScatter", in, out, count, type);
-    requireFits("reduceScatter", count, type);
-    submit("reducescatter", () -> whole(in, out, count, type, plan("rs", count, type, -1,
-        () -> topology.nodes() == 1 ? TwoShot.reduceScatter(topology, type, count,
-            config.plan()) : Ring.reduceScatter(topology, type, count, config.plan())), op))
-        .await(config.timeout());
+    requireOp("reduceScatter", op);
+    if (count <= windowElements(type)) {
+      submit("reducescatter", 1, () -> whole(in, out, count, type, reduceScatterPlan(count,
+          type), op)).await();
+    } else {
+      submit("reducescatter", sliceWindows("reduceScatter", count, type), () -> bySlices(in,
+          out, count, type, op, true)).await();
+    }
   }
 
-  /** Rank {@link #topologyRank()} contributes its slice of {@code in}; all ranks get all. */
-  public void allGather(ByteBuffer in, ByteBuffer out, long count, DataType type) {
-    requireBuffers("allGather", in, out, count, type);
-    requireFits("allGather", count, type);
-    submit("allgather", () -> whole(in, out, count, type, plan("ag", count, type, -1,
-        () -> Ring.allGather(topology, type, count, config.plan())), ReduceOp.SUM))
-        .await(config.timeout());
+  private void allGatherChecked(Buffer in, Buffer out, long count, DataType type) {
+    if (count <= windowElements(type)) {
+      submit("allgather", 1, () -> whole(in, out, count, type, allGatherPlan(count, type),
+          ReduceOp.SUM)).await();
+    } else {
+      submit("allgather", sliceWindows("allGather", count, type), () -> bySlices(in, out, count,
+          type, ReduceOp.SUM, false)).await();
+    }
   }
 
-  /** Returns when every rank has called it. */
-  public void barrier() {
-    ByteBuffer b = ByteBuffer.allocateDirect(4).order(java.nio.ByteOrder.nativeOrder());
-    allReduce(b, b, 1, DataType.I32, ReduceOp.SUM);
+  private Plan reduceScatterPlan(long count, DataType type) {
+    return plan("rs", count, type, -1, () -> topology.nodes() == 1 ? TwoShot.reduceScatter(
+        topology, type, count, config.plan()) : Ring.reduceScatter(topology, type, count,
+        config.plan()));
+  }
+
+  private Plan allGatherPlan(long count, DataType type) {
+    return plan("ag", count, type, -1, () -> Ring.allGather(topology, type, count,
+        config.plan()));
   }
 
   private Algorithm algorithm(long bytes) {
@@ -403,6 +742,36 @@ public final class HostCommunicator implements AutoCloseable {
   }
 
   /**
+   * Elements of one rank's piece in a window of a reduce-scatter or all-gather: the segment
+   * shared by all ranks' pieces, rounded down to the alignment so that piece boundaries are
+   * plan slice boundaries.
+   */
+  private long pieceElements(DataType type) {
+    int align = config.plan().alignElements(type.size());
+    return windowElements(type) / size() / align * align;
+  }
+
+  private long largestSlice(long count, DataType type) {
+    int align = config.plan().alignElements(type.size());
+    long most = 0;
+    for (int p = 0; p < size(); p++) {
+      most = Math.max(most, Slices.size(count, size(), p, align));
+    }
+    return most;
+  }
+
+  private long sliceWindows(String what, long count, DataType type) {
+    long piece = pieceElements(type);
+    if (piece == 0) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count + " x "
+          + type + " needs windows, but the shared segment of " + config.segmentBytes()
+          + " bytes is smaller than " + size() + " ranks x " + config.plan().alignBytes()
+          + " bytes; raise segmentBytes (spark.treeline.segmentBytes)");
+    }
+    return Math.max(1, (largestSlice(count, type) + piece - 1) / piece);
+  }
+
+  /**
    * Argument errors fail the call that made them, on this rank, before anything is submitted:
    * the communicator stays usable and the peers are not aborted (they wait for a correct call).
    */
@@ -415,11 +784,18 @@ public final class HostCommunicator implements AutoCloseable {
       throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
           + " elements");
     }
-    requireBuffer(what, "input", in, count, type);
-    requireBuffer(what, "output", out, count, type);
+    long bytes;
+    try {
+      bytes = Math.multiplyExact(count, type.size());
+    } catch (ArithmeticException e) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count + " x "
+          + type + ": the byte size overflows a long");
+    }
+    requireBuffer(what, "input", in, bytes, count, type);
+    requireBuffer(what, "output", out, bytes, count, type);
   }
 
-  private void requireBuffer(String what, String which, ByteBuffer b, long count,
+  private void requireBuffer(String what, String which, ByteBuffer b, long bytes, long count,
       DataType type) {
     if (b == null) {
       throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
@@ -428,29 +804,67 @@ public final class HostCommunicator implements AutoCloseable {
     if (!b.isDirect() || b.order() != java.nio.ByteOrder.nativeOrder()) {
       throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
           + " buffer must be direct and in native order (ByteBuffer.allocateDirect(n).order("
-          + "ByteOrder.nativeOrder())); got " + (b.isDirect() ? "direct" : "heap") + ", "
-          + b.order());
+          + "ByteOrder.nativeOrder())), or use the array and FloatBuffer-style forms; got "
+          + (b.isDirect() ? "direct" : "heap") + ", " + b.order());
     }
     if (b.isReadOnly() && which.equals("output")) {
       throw new IllegalArgumentException("rank " + rank + ": " + what + ": the output buffer"
           + " is read-only");
     }
-    if ((long) b.capacity() < count * type.size()) {
+    if ((long) b.capacity() < bytes) {
       throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count + " x "
-          + type + " needs " + count * type.size() + " bytes; the " + which + " buffer holds "
+          + type + " needs " + bytes + " bytes; the " + which + " buffer holds "
           + b.capacity());
     }
   }
 
-  private void requireFits(String what, long count, DataType type) {
-    if (count * type.size() > config.segmentBytes()) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count + " x "
-          + type + " (" + count * type.size() + " bytes) exceeds the shared segment of "
-          + config.segmentBytes() + " bytes; raise segmentBytes (spark.treeline.segmentBytes)");
+  private void requireTyped(String what, Buffer in, Buffer out, int count) {
+    if (count < 0) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
+          + " elements");
+    }
+    for (Buffer b : new Buffer[] {in, out}) {
+      String which = b == in ? "input" : "output";
+      if (b == null) {
+        throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
+            + " buffer is null");
+      }
+      if (b == out && b.isReadOnly()) {
+        throw new IllegalArgumentException("rank " + rank + ": " + what + ": the output buffer"
+            + " is read-only");
+      }
+      if (b.limit() < count) {
+        throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
+            + " elements; the " + which + " buffer's limit is " + b.limit());
+      }
     }
   }
 
-  private Handle submit(String what, Body body) {
+  private void requireRange(String what, String which, int length, int offset, int count) {
+    if (length < 0) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
+          + " array is null");
+    }
+    if (count < 0 || offset < 0 || (long) offset + count > length) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
+          + " elements at offset " + offset + ": the " + which + " array holds " + length);
+    }
+  }
+
+  private void requireOp(String what, ReduceOp op) {
+    if (op == null) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " needs a ReduceOp");
+    }
+  }
+
+  private void requireRank(String what, int r) {
+    if (r < 0 || r >= size()) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " " + r + " is not a "
+          + "rank of this communicator (0.." + (size() - 1) + ", as rank() numbers them)");
+    }
+  }
+
+  private Handle submit(String what, long windows, Body body) {
     if (closed) {
       throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
     }
@@ -468,7 +882,7 @@ public final class HostCommunicator implements AutoCloseable {
       }
       return null;
     });
-    return new Handle(f, rank, what);
+    return new FutureHandle(f, rank, what, config.timeout().multipliedBy(windows));
   }
 
   private void fail(Throwable e) {
@@ -483,35 +897,106 @@ public final class HostCommunicator implements AutoCloseable {
     }
   }
 
-  private void windowed(ByteBuffer in, ByteBuffer out, long count, DataType type, PlanFor plans,
+  private void windowed(Buffer in, Buffer out, long count, DataType type, PlanFor plans,
       ReduceOp op) {
-    int es = type.size();
     long window = windowElements(type);
     for (long done = 0; done < count || (count == 0 && done == 0); done += window) {
       long c = Math.min(window, count - done);
-      runOne(plans.of(c), in, done * es, out, done * es, c, type, op);
+      runOne(plans.of(c), in, done, out, done, c, type, op);
       if (count == 0) {
         break;
       }
     }
   }
 
-  private void whole(ByteBuffer in, ByteBuffer out, long count, DataType type, Plan plan,
+  private void whole(Buffer in, Buffer out, long count, DataType type, Plan plan,
       ReduceOp op) {
     runOne(plan, in, 0, out, 0, count, type, op);
   }
 
-  private void runOne(Plan plan, ByteBuffer in, long inOff, ByteBuffer out, long outOff,
-      long count, DataType type, ReduceOp op) {
-    if (count > 0) {
-      copier.copy(type, op, in, inOff, ownInput, 0, count, false, 1);
+  /**
+   * A reduce-scatter ({@code reduce}) or all-gather larger than the segment, in windows. Window
+   * k carries piece k of every rank's slice, packed at {@code p * width} for topology rank p:
+   * since {@code width} is a multiple of the alignment, that is exactly the slice a plan over
+   * {@code size() * width} elements gives p. Ranks whose slice is shorter leave the rest of
+   * their place unused (reduced or forwarded, never copied out).
+   * <pre>
+   *   message:  |  slice 0  |  slice 1  |  slice 2 |        (pieces of width w)
+   *   window k: | piece k of 0 | piece k of 1 | piece k of 2 |  = one plan over 3w elements
+   * </pre>
+   */
+  private void bySlices(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
+      boolean reduce) {
+    int n = size();
+    int align = config.plan().alignElements(type.size());
+    long piece = pieceElements(type);
+    long largest = largestSlice(count, type);
+    for (long start = 0; start < largest; start += piece) {
+      long width = Math.min(piece, (largest - start + align - 1) / align * align);
+      Plan plan = reduce ? reduceScatterPlan(n * width, type) : allGatherPlan(n * width, type);
+      for (int p = 0; p < n; p++) {
+        if (reduce || p == planRank) {
+          long lo = Slices.lo(count, n, p, align) + start;
+          copyIn(in, lo, p * width, pieceLength(count, n, p, align, start, width), type, op);
+        }
+      }
+      execute(plan, op);
+      for (int p = 0; p < n; p++) {
+        if (!reduce || p == planRank) {
+          long lo = Slices.lo(count, n, p, align) + start;
+          copyOut(p * width, out, lo, pieceLength(count, n, p, align, start, width), type, op);
+        }
+      }
     }
+  }
+
+  private static long pieceLength(long count, int n, int p, int align, long start, long width) {
+    return Math.max(0, Math.min(width, Slices.size(count, n, p, align) - start));
+  }
+
+  private void runOne(Plan plan, Buffer in, long inIndex, Buffer out, long outIndex,
+      long count, DataType type, ReduceOp op) {
+    copyIn(in, inIndex, 0, count, type, op);
+    execute(plan, op);
+    copyOut(0, out, outIndex, count, type, op);
+  }
+
+  private void execute(Plan plan, ReduceOp op) {
     long t0 = System.nanoTime();
     runner.run(plan, ++sequence, 0, op, config.timeout());
     CommStats.record(plan.algorithm(), plan.bytes(), System.nanoTime() - t0);
-    if (count > 0) {
-      copier.copy(type, op, ownOutput, 0, out, outOff, count, false, 1);
+  }
+
+  /** Elements {@code [from, from + n)} of the caller's data into this rank's input at {@code to}. */
+  private void copyIn(Buffer src, long from, long to, long n, DataType type, ReduceOp op) {
+    if (n == 0) {
+      return;
     }
+    if (src instanceof ByteBuffer b) {
+      copier.copy(type, op, b, from * type.size(), ownInput, to * type.size(), n, false, 1);
+    } else {
+      TypedViews.copy(segment().in(type), (int) to, src, (int) from, (int) n);
+    }
+  }
+
+  /** Elements {@code [from, from + n)} of this rank's output into the caller's data at {@code to}. */
+  private void copyOut(long from, Buffer dst, long to, long n, DataType type, ReduceOp op) {
+    if (n == 0) {
+      return;
+    }
+    if (dst instanceof ByteBuffer b) {
+      copier.copy(type, op, ownOutput, from * type.size(), b, to * type.size(), n, false, 1);
+    } else {
+      TypedViews.copy(dst, (int) to, segment().out(type), (int) from, (int) n);
+    }
+  }
+
+  /** Made on the collective thread at the first array or typed-buffer call. */
+  private TypedViews segment() {
+    if (views == null) {
+      views = new TypedViews(ownInput, ownOutput);
+    }
+    return views;
   }
 
   // ---- shutdown ------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
 import io.treeline.exec.PlanRunner;
 import io.treeline.kernels.CudaQueries;
 import io.treeline.kernels.DevicePointers;

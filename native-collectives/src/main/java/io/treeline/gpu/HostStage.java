@@ -9,11 +9,11 @@ import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 
 import io.treeline.comm.HostCommunicator;
-import io.treeline.comm.Handle;
+import io.treeline.core.Handle;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
 import io.treeline.kernels.CudaQueries;
 import io.treeline.kernels.DevicePointers;
 import java.nio.ByteBuffer;

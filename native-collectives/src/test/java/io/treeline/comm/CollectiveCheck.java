@@ -99,7 +99,7 @@ public final class CollectiveCheck {
         long t0 = System.nanoTime();
         try {
           c.allReduce(b, b, n, DataType.F32, ReduceOp.SUM);
-        } catch (io.treeline.exec.CollectiveException e) {
+        } catch (io.treeline.core.CollectiveException e) {
           System.out.printf("MISMATCH-DETECTED after %.0f ms: %s%n",
               (System.nanoTime() - t0) / 1e6, e.getMessage());
           return;

@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
-import io.treeline.exec.CallMismatchException;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CallMismatchException;
+import io.treeline.core.CollectiveException;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.PlanConfig;
 import io.treeline.plan.Slices;

@@ -5,6 +5,7 @@ import io.treeline.barrier.Treeline;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
 import io.treeline.comm.HostCommunicator;
+import io.treeline.core.Communicator;
 import io.treeline.examples.gpu.GpuTrainOptions;
 import io.treeline.examples.gpu.GpuTrainer;
 import io.treeline.examples.mnist.FashionMnist;
@@ -242,7 +243,7 @@ final class TrainCommand implements Callable<Integer> {
               lead ? print : null, lead && Progress.enabled() ? System.err : null);
           return List.of(r.result()).iterator();
         }
-        HostCommunicator comm = Treeline.communicator();
+        Communicator comm = Treeline.communicator();
         boolean lead = comm.rank() == 0;
         Trainer.Result r = Trainer.train(comm, FashionMnist.load(Path.of(data)), o,
             lead ? print : null, lead ? Progress.epochs() : null);

@@ -1,7 +1,7 @@
 package io.treeline.examples.mnist;
 
 import io.treeline.barrier.GradientAggregator;
-import io.treeline.comm.HostCommunicator;
+import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import java.io.PrintStream;
@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.Random;
 
 /**
- * Data-parallel training of an {@link Mlp} on Fashion-MNIST over a {@link HostCommunicator} (no
+ * Data-parallel training of an {@link Mlp} on Fashion-MNIST over a {@link Communicator} (no
  * Spark type: the same loop runs in a Spark barrier task and under {@code ./treeline run}).
  *
  * <p>Every rank shuffles the training set with the same seed; global step s takes the next
@@ -56,7 +56,7 @@ public final class Trainer {
    * Trains; rank 0 passes {@code out} for the epoch lines and, on a terminal, {@code progress}
    * (null: none).
    */
-  public static Result train(HostCommunicator comm, FashionMnist data, Options o, PrintStream out,
+  public static Result train(Communicator comm, FashionMnist data, Options o, PrintStream out,
       Progress progress) {
     int ranks = comm.size();
     int rank = comm.topologyRank();
@@ -151,7 +151,7 @@ public final class Trainer {
   }
 
   /** Test accuracy: each rank scores every R-th test image, the hit counts are summed. */
-  static double evaluate(HostCommunicator comm, Mlp mlp, float[] w, FashionMnist data,
+  static double evaluate(Communicator comm, Mlp mlp, float[] w, FashionMnist data,
       byte[] labels, int batch) {
     int ranks = comm.size();
     int rank = comm.topologyRank();

@@ -1,4 +1,4 @@
-package io.treeline.exec;
+package io.treeline.core;
 
 import java.time.Duration;
 
