@@ -221,7 +221,11 @@ public final class HostCommunicator implements Communicator {
    * Each returned communicator is used by one thread; close all of them.
    */
   public static HostCommunicator[] inProcess(CommConfig config, int... ranksPerNode) {
-    InProcessBootstrap[] boots = InProcessBootstrap.nodes(ranksPerNode);
+    return inProcess(config, InProcessBootstrap.nodes(ranksPerNode));
+  }
+
+  /** {@link #inProcess(CommConfig, int...)} over given bootstraps (any rank-to-node map). */
+  static HostCommunicator[] inProcess(CommConfig config, InProcessBootstrap[] boots) {
     int n = boots.length;
     InProcessTransport transport = new InProcessTransport(n, config.segmentBytes(),
         (int) config.plan().chunkBytes(), config.slotsPerLane(), config.timeout());
