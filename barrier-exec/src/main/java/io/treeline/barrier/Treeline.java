@@ -114,6 +114,9 @@ public final class Treeline {
    * first call sets it up (every task must call it), the task's end closes it. Where there is
    * no GPU, no CUDA driver or a jar built without nvcc, it fails at once saying which; use
    * {@link #communicator()} (host memory) there.
+   *
+   * @return the task's GPU communicator
+   * @throws IllegalStateException outside a barrier stage task
    */
   public static DeviceCommunicator deviceCommunicator() {
     return perTask(DEVICE_BY_TASK, "deviceCommunicator", (boot, conf, tc) ->
@@ -131,12 +134,22 @@ public final class Treeline {
     return b == null ? 0 : Math.max(0, b.cudaOrdinal());
   }
 
-  /** Communicators open in this JVM (tasks still running); for tests and metrics. */
+  /**
+   * Communicators open in this JVM (tasks still running); for tests and metrics.
+   *
+   * @return host and GPU communicators not yet closed
+   */
   public static int openCommunicators() {
     return BY_TASK.size() + DEVICE_BY_TASK.size();
   }
 
-  /** The {@code spark.treeline.*} settings of a Spark configuration, validated. */
+  /**
+   * The {@code spark.treeline.*} settings of a Spark configuration, validated.
+   *
+   * @param sc the configuration
+   * @return its Treeline settings
+   * @throws IllegalArgumentException naming an unknown key or a bad value
+   */
   public static TreelineConf conf(SparkConf sc) {
     Map<String, String> m = new HashMap<>();
     for (Tuple2<String, String> kv : sc.getAllWithPrefix(TreelineConf.PREFIX)) {

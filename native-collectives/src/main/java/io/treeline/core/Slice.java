@@ -14,6 +14,8 @@ public record Slice(long lo, long hi) {
   /**
    * Checks {@code 0 <= lo <= hi}.
    *
+   * @param lo the first element of the slice
+   * @param hi one past the last element of the slice
    * @throws IllegalArgumentException when they are not
    */
   public Slice {
