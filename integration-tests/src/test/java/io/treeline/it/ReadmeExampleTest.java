@@ -9,7 +9,6 @@ import io.treeline.barrier.GradientAggregator;
 import io.treeline.barrier.Treeline;
 import io.treeline.core.Communicator;
 import io.treeline.core.ReduceOp;
-import io.treeline.spark.TreelinePlugin;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -110,7 +109,8 @@ class ReadmeExampleTest {
   @Test
   void dataParallelLeastSquaresConvergesWithIdenticalReplicas() {
     SparkConf conf = new SparkConf().setMaster("local[4]").setAppName("treeline-readme")
-        .set("spark.plugins", TreelinePlugin.class.getName()).set("spark.ui.enabled", "false");
+        .set("spark.plugins", "io.treeline.spark.TreelinePlugin")
+        .set("spark.ui.enabled", "false");
     List<float[]> data = new ArrayList<>();
     Random rnd = new Random(3);
     float[] truth = trueWeights();
