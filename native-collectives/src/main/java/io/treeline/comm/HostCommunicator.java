@@ -52,10 +52,14 @@ import java.util.concurrent.TimeUnit;
  * orders reduce-scatter and all-gather slices), map their node peers' segments, and each
  * deletes its segment file once all peers have mapped it.
  *
- * <p>Every collective runs on the communicator's own thread, in call order: the synchronous
- * methods wait for it, the {@code *Async} ones return a {@link Handle}. Data is copied into
- * this rank's segment and the result copied out (direct, native-order buffers; in and out may
- * be the same buffer). Allreduces and broadcasts larger than a segment run in windows.
+ * <p>The implementation of the user interface {@link Communicator} (its javadoc is the
+ * contract). Every collective runs on the communicator's own thread, in call order: the
+ * synchronous methods wait for it, the {@code *Async} ones return a {@link Handle}. Data is
+ * copied into this rank's segment and the result copied out (direct ByteBuffers through the
+ * host reducer's copy, arrays and typed buffers through {@link TypedViews}; in and out may be
+ * the same). Messages larger than a segment run in windows: allreduces and broadcasts in
+ * consecutive pieces, reduce-scatters and all-gathers in a piece of every rank's slice at a
+ * time ({@code bySlices}).
  *
  * <p>A failure marks the communicator broken: its peers are told (the segment's abort word,
  * closed sockets) so that they fail at once, and every later call fails with the first cause.

@@ -50,9 +50,9 @@ public final class TreelineConf {
       .createWithDefault(25L << 20);
 
   public static final ConfEntry<Long> SEGMENT_BYTES = conf("spark.treeline.segmentBytes")
-      .doc("Bytes of each of a rank's two shared-memory buffers. Allreduces and broadcasts "
-          + "larger than this run in windows of this size; reduce-scatter and all-gather must "
-          + "fit.")
+      .doc("Bytes of each of a rank's two shared-memory buffers. Collectives larger than this "
+          + "run in windows: allreduces and broadcasts in pieces of this size, reduce-scatters "
+          + "and all-gathers in a piece of every rank's slice at a time.")
       .bytesConf().check(b -> b >= 4096 && b % 64 == 0, "must be a multiple of 64, at least "
           + "4 KiB")
       .createWithDefault(32L << 20);
