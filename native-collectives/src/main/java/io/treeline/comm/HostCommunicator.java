@@ -831,20 +831,22 @@ public final class HostCommunicator implements Communicator {
       throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
           + " elements");
     }
-    for (Buffer b : new Buffer[] {in, out}) {
-      String which = b == in ? "input" : "output";
-      if (b == null) {
-        throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
-            + " buffer is null");
-      }
-      if (b == out && b.isReadOnly()) {
-        throw new IllegalArgumentException("rank " + rank + ": " + what + ": the output buffer"
-            + " is read-only");
-      }
-      if (b.limit() < count) {
-        throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
-            + " elements; the " + which + " buffer's limit is " + b.limit());
-      }
+    requireTyped(what, "input", in, count);
+    requireTyped(what, "output", out, count);
+  }
+
+  private void requireTyped(String what, String which, Buffer b, int count) {
+    if (b == null) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
+          + " buffer is null");
+    }
+    if (which.equals("output") && b.isReadOnly()) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the output buffer"
+          + " is read-only");
+    }
+    if (b.limit() < count) {
+      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
+          + " elements; the " + which + " buffer's limit is " + b.limit());
     }
   }
 
