@@ -663,7 +663,8 @@ public final class HostCommunicator implements Communicator {
       Algorithm algorithm) {
     requireOp("allReduce", op);
     if (algorithm != null && !algorithm.supports(topology)) {
-      throw new IllegalArgumentException(algorithm.id() + " runs inside one node; this "
+      throw new IllegalArgumentException("rank " + rank + ": " + algorithm.id() + " runs inside "
+          + "one node; this "
           + "communicator spans " + topology.nodes() + " nodes");
     }
     return submit("allreduce", windows(count, type), () -> windowed(in, out, count, type, (c) -> {
