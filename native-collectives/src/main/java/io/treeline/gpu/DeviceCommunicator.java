@@ -26,7 +26,7 @@ import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
 import io.treeline.exec.PlanRunner;
 import io.treeline.kernels.CudaQueries;
 import io.treeline.kernels.DevicePointers;
@@ -371,7 +371,7 @@ public final class DeviceCommunicator implements AutoCloseable {
             }
           }
         }
-        r.stage = new HostStage(io.treeline.comm.Communicator.create(
+        r.stage = new HostStage(io.treeline.comm.HostCommunicator.create(
             new io.treeline.bootstrap.SubsetBootstrap(bootstrap, members), config),
             options.bufferBytes() / local + 4096, options.stagingChunkBytes());
       }

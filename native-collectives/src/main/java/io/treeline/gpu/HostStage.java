@@ -8,12 +8,12 @@ import static jcuda.driver.JCudaDriver.cuMemFreeHost;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 
-import io.treeline.comm.Communicator;
-import io.treeline.comm.Handle;
+import io.treeline.comm.HostCommunicator;
+import io.treeline.core.Handle;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
 import io.treeline.kernels.CudaQueries;
 import io.treeline.kernels.DevicePointers;
 import io.treeline.plan.Algorithm;
@@ -27,7 +27,7 @@ import jcuda.driver.CUstream;
 
 /**
  * How a slice of device memory crosses nodes: through pinned host memory and the host
- * {@link Communicator} of the ranks with the same local index on every node (its double binary
+ * {@link HostCommunicator} of the ranks with the same local index on every node (its double binary
  * trees over TCP). The slice moves in chunks, in a three-stage pipeline: every chunk's
  * device-to-host copy is enqueued at once (the copy engine runs them back to back); as each
  * lands, its allreduce goes to the host communicator (whose thread runs them in order, so the
@@ -36,7 +36,7 @@ import jcuda.driver.CUstream;
  * copy by the stream.
  */
 final class HostStage implements AutoCloseable {
-  private final Communicator cross;
+  private final HostCommunicator cross;
   private final long capacity;
   private final Pointer pinned = new Pointer();
   private final ByteBuffer host;
@@ -44,7 +44,7 @@ final class HostStage implements AutoCloseable {
   private final Handle[] handles;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
 
-  HostStage(Communicator cross, long capacity, long chunkBytes) {
+  HostStage(HostCommunicator cross, long capacity, long chunkBytes) {
     this.cross = cross;
     this.capacity = capacity;
     // a plan's stage chunks are chunkBytes rounded down to the 64-byte alignment, or smaller

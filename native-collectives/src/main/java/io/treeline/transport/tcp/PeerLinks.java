@@ -3,7 +3,7 @@ package io.treeline.transport.tcp;
 import io.treeline.bootstrap.Handshake;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
 import io.treeline.exec.NetworkLink;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -171,9 +171,9 @@ public final class PeerLinks implements NetworkLink {
     idle.reset();
     int i = (int) (head % slotsPerLane);
     if (in.sequence[i] != callSequence || in.count[i] != callCount || in.meta[i] != callMeta) {
-      throw new io.treeline.exec.CallMismatchException(rank, peer, phase, callSequence,
-          new io.treeline.exec.CallDescriptor(callCount, callMeta), in.sequence[i],
-          new io.treeline.exec.CallDescriptor(in.count[i], in.meta[i]));
+      throw new io.treeline.core.CallMismatchException(rank, peer, phase, callSequence,
+          new io.treeline.exec.CallDescriptor(callCount, callMeta).describe(), in.sequence[i],
+          new io.treeline.exec.CallDescriptor(in.count[i], in.meta[i]).describe());
     }
     if (in.length[i] != bytes) {
       throw new CollectiveException(rank, peer, phase, "expected a " + bytes + "-byte message"
