@@ -7,8 +7,11 @@ import io.treeline.conf.TreelineEnv;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.CollectiveException;
+import io.treeline.exec.CollectiveTimeoutException;
+import io.treeline.exec.FaultInjection;
 import io.treeline.exec.HostPeerMemory;
 import io.treeline.exec.NetworkLink;
+import io.treeline.exec.PeerWatch;
 import io.treeline.exec.PlanRunner;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.Buf;
@@ -74,7 +77,7 @@ public final class Communicator implements AutoCloseable {
   private long sequence;
 
   private Communicator(Bootstrap bootstrap, CommConfig config, Topology topology, int[] planOf,
-      HostPeerMemory memory, NetworkLink network) {
+      HostPeerMemory memory, NetworkLink network, PeerWatch watch) {
     this.bootstrap = bootstrap;
     this.config = config;
     this.topology = topology;
@@ -85,7 +88,8 @@ public final class Communicator implements AutoCloseable {
     this.network = network;
     this.ownInput = memory.buffer(planRank, Buf.INPUT);
     this.ownOutput = memory.buffer(planRank, Buf.OUTPUT);
-    this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier);
+    this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier,
+        watch);
     this.worker = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "treeline-comm-" + bootstrap.rank());
       t.setDaemon(true);
@@ -151,6 +155,9 @@ public final class Communicator implements AutoCloseable {
       long pid = ProcessHandle.current().pid();
       PeerInfo me = new PeerInfo(rank, bootstrap.nodeId(), pid, pendingMemory.address(),
           pendingNetwork.address());
+      if (FaultInjection.ON) {
+        FaultInjection.at("bootstrap", rank, 0);
+      }
       byte[][] all = bootstrap.allGather(me.encode(), timeout);
       PeerInfo[] infos = new PeerInfo[n];
       String[] nodeIds = new String[n];
@@ -176,13 +183,15 @@ public final class Communicator implements AutoCloseable {
         networkAddrs[p] = info.network();
       }
       Runnable barrier = () -> bootstrap.barrier(timeout);
+      // one view of the group for both transports: an abort heard on either ends waits on both
+      PeerWatch watch = new PeerWatch(planOf[rank], timeout);
       memory = pendingMemory.connect(new TransportProvider.Peers(topo, planOf[rank],
-          memoryAddrs, pids, barrier, timeout));
+          memoryAddrs, pids, barrier, timeout, watch));
       pendingMemory = null;
       network = pendingNetwork.connect(new TransportProvider.Peers(topo, planOf[rank],
-          networkAddrs, pids, barrier, timeout));
+          networkAddrs, pids, barrier, timeout, watch));
       pendingNetwork = null;
-      return new Communicator(bootstrap, config, topo, planOf, memory, network);
+      return new Communicator(bootstrap, config, topo, planOf, memory, network, watch);
     } catch (IOException | RuntimeException e) {
       if (network != null) {
         network.close();
@@ -461,7 +470,16 @@ public final class Communicator implements AutoCloseable {
             + "cannot run more collectives: " + b.getMessage(), b);
       }
       try {
+        if (FaultInjection.ON) {
+          FaultInjection.at("between", rank, sequence + 1);
+        }
         body.run();
+      } catch (CollectiveTimeoutException e) {
+        // who waits for whom, asked before the abort below releases everyone
+        CollectiveTimeoutException reported = e.withReport(network.describeWaits(
+            Duration.ofMillis(500)));
+        fail(reported);
+        throw reported;
       } catch (RuntimeException | Error e) {
         fail(e);
         throw e;
@@ -527,8 +545,8 @@ public final class Communicator implements AutoCloseable {
       // a peer still waiting on this rank (its task failed outside a collective) fails now
       // instead of at its timeout; a peer that finished our last call never looks again
       String reason = "rank " + rank + " closed its communicator (its task ended)";
-      memory.abort(reason);
-      network.abort(reason);
+      memory.leave(reason);
+      network.leave(reason);
     }
     network.close(); // wakes a collective blocked on the network
     worker.shutdown();

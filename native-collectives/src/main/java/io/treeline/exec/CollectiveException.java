@@ -20,11 +20,22 @@ public class CollectiveException extends RuntimeException {
     this.phase = phase;
   }
 
-  public static CollectiveException timeout(int rank, int peer, String phase, String waitingFor,
-      Duration timeout) {
-    return new CollectiveException(rank, peer, phase, "timed out after " + human(timeout)
+  /** A wait that reached its deadline: {@link CollectiveTimeoutException}. */
+  public static CollectiveTimeoutException timeout(int rank, int peer, String phase,
+      String waitingFor, Duration timeout) {
+    return new CollectiveTimeoutException(rank, peer, phase, "timed out after " + human(timeout)
         + " waiting for " + waitingFor + "; the peer may have failed or be making a different "
         + "collective call (raise the timeout if it is only slow)", null);
+  }
+
+  /**
+   * Another rank of the group failed ({@code failedPeer}, -1 when unknown): this rank stops
+   * waiting at once instead of at its timeout, and says so.
+   */
+  public static CollectiveException peerFailed(int rank, int failedPeer, String phase,
+      String why, Duration timeout) {
+    return new CollectiveException(rank, failedPeer, phase, why + " (so this rank stopped "
+        + "waiting at once instead of at its timeout of " + human(timeout) + ")", null);
   }
 
   public int rank() {

@@ -37,6 +37,11 @@ class PeerLinksTest {
     return System.nanoTime() + T.toNanos();
   }
 
+  /** Links made as set-up makes them: every rank connects at once, on its own thread. */
+  static void connectAll(PeerLinks... links) {
+    Ranks.run(links.length, 30_000, r -> links[r].connect(deadline()));
+  }
+
   @Test
   void lanesAreIndependentAndCreditsKeepManyMessagesInFlight() throws Exception {
     ServerSocketChannel l0 = listen();
@@ -44,6 +49,7 @@ class PeerLinksTest {
     InetSocketAddress[] a = {addr(l0), addr(l1)};
     try (PeerLinks p0 = new PeerLinks(0, SECRET, l0, a, 1024, 2, T);
         PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T)) {
+      connectAll(p0, p1);
       int n = 501;
       Ranks.run(2, 30_000, r -> {
         ByteBuffer b = ByteBuffer.allocateDirect(1024).order(java.nio.ByteOrder.nativeOrder());
@@ -79,6 +85,7 @@ class PeerLinksTest {
       InetSocketAddress[] a = {addr(l0), addr(l1)};
       try (PeerLinks p0 = new PeerLinks(0, SECRET, l0, a, 1024, 2, T);
           PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T)) {
+        connectAll(p0, p1);
         int r0 = round;
         Ranks.run(2, 30_000, r -> {
           ByteBuffer b = ByteBuffer.allocateDirect(64).order(java.nio.ByteOrder.nativeOrder());
@@ -103,8 +110,11 @@ class PeerLinksTest {
         2, T);
         PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T)) {
       CollectiveException e = assertThrows(CollectiveException.class,
-          () -> p0.send(1, 0, ByteBuffer.allocateDirect(8), 0, 8, deadline(), "test"));
+          () -> p0.connect(deadline()));
       assertTrue(e.getMessage().contains("refused"), e.getMessage());
+      CollectiveException never = assertThrows(CollectiveException.class,
+          () -> p1.connect(System.nanoTime() + 300_000_000L));
+      assertTrue(never.getMessage().contains("rank 0 to connect"), never.getMessage());
       long until = System.currentTimeMillis() + 5000;
       while (p1.refusedConnections() == 0 && System.currentTimeMillis() < until) {
         Thread.sleep(10);
@@ -131,6 +141,7 @@ class PeerLinksTest {
       out.writeLong(8);
       out.writeLong(0);
       out.flush();
+      p1.connect(deadline());
       CollectiveException e = assertThrows(CollectiveException.class,
           () -> p1.receive(0, 0, 8, System.nanoTime() + Duration.ofSeconds(5).toNanos(), "t"));
       assertTrue(e.getMessage().contains("refused a frame"), e.getMessage());
