@@ -57,6 +57,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Communicator implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("io.treeline.comm");
+  /** How long a timed-out collective waits for the peers' answers to its hang report. */
+  private static final Duration REPORT_BUDGET = Duration.ofMillis(500);
 
   private final Bootstrap bootstrap;
   private final CommConfig config;
@@ -309,8 +311,7 @@ public final class Communicator implements AutoCloseable {
   // ---- collectives ---------------------------------------------------------------------------
 
   public void allReduce(ByteBuffer in, ByteBuffer out, long count, DataType type, ReduceOp op) {
-    allReduceAsync(in, out, count, type, op).await(config.timeout().multipliedBy(
-        windows(count, type)));
+    allReduceAsync(in, out, count, type, op).await(callBound(windows(count, type)));
   }
 
   public Handle allReduceAsync(ByteBuffer in, ByteBuffer out, long count, DataType type,
@@ -347,7 +348,7 @@ public final class Communicator implements AutoCloseable {
     int r = planOf[root];
     submit("broadcast", () -> windowed(in, out, count, type, (c) -> plan("bc", c, type, r,
         () -> TreeBroadcast.broadcast(topology, type, c, r, config.plan())), ReduceOp.SUM))
-        .await(config.timeout().multipliedBy(windows(count, type)));
+        .await(callBound(windows(count, type)));
   }
 
   /** Rank {@link #topologyRank()} ends with its slice ({@code io.treeline.plan.Slices}) reduced. */
@@ -358,7 +359,7 @@ public final class Communicator implements AutoCloseable {
     submit("reducescatter", () -> whole(in, out, count, type, plan("rs", count, type, -1,
         () -> topology.nodes() == 1 ? TwoShot.reduceScatter(topology, type, count,
             config.plan()) : Ring.reduceScatter(topology, type, count, config.plan())), op))
-        .await(config.timeout());
+        .await(callBound(1));
   }
 
   /** Rank {@link #topologyRank()} contributes its slice of {@code in}; all ranks get all. */
@@ -367,7 +368,7 @@ public final class Communicator implements AutoCloseable {
     requireFits("allGather", count, type);
     submit("allgather", () -> whole(in, out, count, type, plan("ag", count, type, -1,
         () -> Ring.allGather(topology, type, count, config.plan())), ReduceOp.SUM))
-        .await(config.timeout());
+        .await(callBound(1));
   }
 
   /** Returns when every rank has called it. */
@@ -401,6 +402,15 @@ public final class Communicator implements AutoCloseable {
       plans.put(key, p);
     }
     return p;
+  }
+
+  /**
+   * How long a synchronous call waits for its collective: the collective's own deadlines, plus
+   * time for a timed-out one to gather the hang report, so that the caller gets that failure
+   * (which names who is behind) and not a bare timeout of its own.
+   */
+  private Duration callBound(long windows) {
+    return config.timeout().multipliedBy(windows).plus(REPORT_BUDGET).plusSeconds(1);
   }
 
   private long windowElements(DataType type) {
@@ -477,7 +487,7 @@ public final class Communicator implements AutoCloseable {
       } catch (CollectiveTimeoutException e) {
         // who waits for whom, asked before the abort below releases everyone
         CollectiveTimeoutException reported = e.withReport(network.describeWaits(
-            Duration.ofMillis(500)));
+            REPORT_BUDGET));
         fail(reported);
         throw reported;
       } catch (RuntimeException | Error e) {

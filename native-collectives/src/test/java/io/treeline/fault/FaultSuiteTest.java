@@ -83,6 +83,7 @@ class FaultSuiteTest {
         c.add(new Case(shape, victim, "between", 1, "throw"));
         c.add(new Case(shape, victim, "user", 1, "leave"));
         c.add(new Case(shape, 0, "intra", 1, "kill")); // rank 0 hosts the store as well
+        c.add(new Case(shape, victim, "between", 2, "hang")); // a rank that never calls
       }
     }
     return c.stream();
@@ -93,7 +94,7 @@ class FaultSuiteTest {
   void everySurvivorFailsInTimeNamingTheFaultAndNothingIsLeft(Case k) throws IOException {
     Duration timeout = k.stall() ? SHORT_TIMEOUT : LONG_TIMEOUT;
     String fault = "rank=" + k.victim() + ",point=" + k.point() + ",call=" + k.call()
-        + ",action=" + k.action() + ",ms=" + (timeout.toMillis() + 3000);
+        + ",action=" + k.action() + ",ms=" + (timeout.toMillis() + 2000);
     List<String> jvm = new ArrayList<>(JVM);
     jvm.add("-Dtreeline.test.fault=" + fault);
     long t0 = System.nanoTime();
@@ -111,6 +112,7 @@ class FaultSuiteTest {
     assertTrue(inj.find(), "the fault did not fire\n" + all);
     long injectedAt = Long.parseLong(inj.group(1));
     long worst = 0;
+    String example = null;
     for (ProcessLauncher.Result r : res) {
       if (r.rank() == k.victim()) {
         continue;
@@ -121,6 +123,9 @@ class FaultSuiteTest {
       long took = Long.parseLong(m.group(1)) - injectedAt;
       worst = Math.max(worst, took);
       String msg = m.group(2);
+      if (example == null) {
+        example = "rank " + r.rank() + ": " + msg;
+      }
       long bound = FAIL_FAST + (k.stall() ? timeout.toMillis() : 0);
       assertTrue(took <= bound, "rank " + r.rank() + " failed " + took + " ms after the fault"
           + " (bound " + bound + " ms)\n" + all);
@@ -151,7 +156,7 @@ class FaultSuiteTest {
     String line = String.format("%-34s detected in %5d ms (bound %5d, timeout %5d ms), run %4.1f"
         + " s, shm files 0, processes 0", k, worst, FAIL_FAST + (k.stall() ? timeout.toMillis()
         : 0), timeout.toMillis(), wall);
-    System.out.println("FAULT " + line);
+    System.out.println("FAULT " + line + "\n      " + example.replace("|", "\n        "));
     SUMMARY.add(line);
   }
 
