@@ -196,6 +196,29 @@ class TcpStoreBootstrapTest {
     }
   }
 
+  @Test
+  void allGatherAnswersDecodeOrFailCleanly() {
+    // seeded, bounded: a broken or hostile store's answer is an IOException, never another error
+    java.util.Random rnd = new java.util.Random(0x5701E);
+    int decoded = 0;
+    for (int i = 0; i < 20_000; i++) {
+      byte[] in = new byte[rnd.nextInt(48)];
+      rnd.nextBytes(in);
+      if (in.length >= 4 && rnd.nextBoolean()) {
+        java.nio.ByteBuffer.wrap(in).putInt(0, rnd.nextInt(4));
+      }
+      try {
+        TcpStoreBootstrap.decode(in, rnd.nextInt(4));
+        decoded++;
+      } catch (IOException e) {
+        // refused cleanly
+      } catch (RuntimeException e) {
+        throw new AssertionError("input " + i + ": " + e, e);
+      }
+    }
+    System.out.println("fuzz: 20000 store answers, " + decoded + " decoded, the rest refused");
+  }
+
   private static int storeThreads() {
     return (int) Thread.getAllStackTraces().keySet().stream().filter(t -> t.isAlive()
         && (t.getName().startsWith("treeline-store") || t.getName().contains("acceptor-store")))
