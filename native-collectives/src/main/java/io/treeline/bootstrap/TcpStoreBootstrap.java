@@ -442,11 +442,40 @@ public final class TcpStoreBootstrap implements Bootstrap {
       }
     }
 
+    /**
+     * Stops the store. When a round has failed, every rank still connected is told why first
+     * (rank 0 may close its store because of another rank's failure: the others should hear
+     * that cause, not just that the store went away), and has a moment to read it.
+     */
     @Override
     public void close() {
-      closed = true;
+      boolean told = false;
+      synchronized (this) {
+        closed = true;
+        if (failure != null) {
+          byte[] text = failure.getBytes(StandardCharsets.UTF_8);
+          for (int r = 0; r < size; r++) {
+            if (members[r] != null && parts[r] == null) {
+              answer(r, ERROR, text);
+              try {
+                members[r].shutdownOutput();
+                told = true;
+              } catch (IOException e) {
+                // gone already
+              }
+            }
+          }
+        }
+      }
       acceptor.close();
       timer.shutdownNow();
+      if (told) {
+        try {
+          Thread.sleep(100); // their requests in flight are read, so no reset discards it
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
       synchronized (this) {
         for (SocketChannel s : members) {
           closeQuietly(s);

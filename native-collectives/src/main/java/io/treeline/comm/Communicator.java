@@ -51,9 +51,12 @@ import java.util.concurrent.TimeUnit;
  * this rank's segment and the result copied out (direct, native-order buffers; in and out may
  * be the same buffer). Allreduces and broadcasts larger than a segment run in windows.
  *
- * <p>A failure marks the communicator broken: its peers are told (the segment's abort word,
- * closed sockets) so that they fail at once, and every later call fails with the first cause.
- * {@link #close} releases segments, mappings, sockets and threads, after a failure too.
+ * <p>A failure marks the communicator broken: its peers are told (the segment's abort word, an
+ * ABORT frame on the TCP link every pair of ranks has from set-up on) so that they fail at
+ * once, whatever they wait on (one {@link PeerWatch} per rank, polled by both transports), and
+ * every later call fails with the first cause. A collective that times out carries the group's
+ * hang report (who waits for whom). {@link #close} tells the peers this rank leaves after its
+ * last call, and releases segments, mappings, sockets and threads, after a failure too.
  */
 public final class Communicator implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("io.treeline.comm");

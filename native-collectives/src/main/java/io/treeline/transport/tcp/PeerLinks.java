@@ -501,6 +501,7 @@ public final class PeerLinks implements NetworkLink {
     boolean[] inCall = new boolean[links.length];
     boolean[] answered = new boolean[links.length];
     int[] waitsOn = new int[links.length];
+    boolean[] gone = new boolean[links.length];
     StringBuilder b = new StringBuilder("who waits for whom (ranks in topology order):");
     for (int p = 0; p < links.length; p++) {
       b.append("\n  rank ").append(p).append(": ");
@@ -521,13 +522,14 @@ public final class PeerLinks implements NetworkLink {
         answered[p] = true;
         b.append(s);
       } else if (l != null && l.failure != null) {
+        gone[p] = true;
         b.append("gone: ").append(l.failure);
       } else {
         b.append("no answer within ").append(budget.toMillis()).append(" ms (stopped, hung "
             + "or overloaded)");
       }
     }
-    b.append('\n').append(behind(seq, inCall, waitsOn, answered));
+    b.append('\n').append(behind(seq, inCall, waitsOn, answered, gone));
     return b.toString();
   }
 
@@ -535,7 +537,8 @@ public final class PeerLinks implements NetworkLink {
    * Names the ranks the others wait for: those in an older call and those that never answered;
    * failing both, those in the call that wait for no one while others wait for them.
    */
-  static String behind(long[] seq, boolean[] inCall, int[] waitsOn, boolean[] answered) {
+  static String behind(long[] seq, boolean[] inCall, int[] waitsOn, boolean[] answered,
+      boolean[] gone) {
     long newest = Long.MIN_VALUE;
     for (int p = 0; p < seq.length; p++) {
       if (answered[p]) {
@@ -545,6 +548,9 @@ public final class PeerLinks implements NetworkLink {
     StringBuilder late = new StringBuilder();
     StringBuilder silent = new StringBuilder();
     for (int p = 0; p < seq.length; p++) {
+      if (gone[p]) {
+        continue; // its own report (in its abort above) says where it was
+      }
       if (!answered[p]) {
         silent.append(silent.length() > 0 ? ", " : "").append(p);
       } else if (seq[p] < newest) {
@@ -567,7 +573,7 @@ public final class PeerLinks implements NetworkLink {
         for (int q = 0; q < seq.length; q++) {
           waitedFor |= answered[q] && waitsOn[q] == p && q != p;
         }
-        if (answered[p] && inCall[p] && waitsOn[p] < 0 && waitedFor) {
+        if (answered[p] && inCall[p] && waitsOn[p] < 0 && waitedFor && !gone[p]) {
           stuck.append(stuck.length() > 0 ? ", " : "").append(p);
         }
       }

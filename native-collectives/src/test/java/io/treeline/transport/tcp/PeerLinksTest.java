@@ -147,4 +147,21 @@ class PeerLinksTest {
       assertTrue(e.getMessage().contains("refused a frame"), e.getMessage());
     }
   }
+
+  @Test
+  void theHangReportNamesTheRankTheOthersWaitFor() {
+    boolean[] none = new boolean[4];
+    boolean[] all = {true, true, true, true};
+    // rank 3 never entered call #5
+    assertEquals("behind: rank 3 (last call #4), while others are in call #5",
+        PeerLinks.behind(new long[] {5, 5, 5, 4}, new boolean[] {true, true, true, false},
+            new int[] {3, 0, 3, -1}, all, none));
+    // rank 1 is stopped: it cannot answer
+    assertEquals("behind: rank 1 did not answer", PeerLinks.behind(new long[] {5, 0, 5, 5},
+        new boolean[] {true, false, true, true}, new int[] {1, -1, 1, 0},
+        new boolean[] {true, false, true, true}, none));
+    // rank 2 is in the call but waits for no one while 0 and 3 wait for it
+    assertTrue(PeerLinks.behind(new long[] {5, 5, 5, 5}, all, new int[] {2, 0, -1, 2}, all,
+        none).startsWith("behind: rank 2 (in call #5 but waiting for no one"));
+  }
 }
