@@ -46,7 +46,8 @@ public final class Handshake {
    * The rank an {@link #ANSWER} to {@code nonce} proves, or -1 when it does not prove the
    * secret. Constant time in the proof.
    */
-  public static int verify(byte[] secret, String purpose, byte[] nonce, java.nio.ByteBuffer answer) {
+  public static int verify(byte[] secret, String purpose, byte[] nonce,
+      java.nio.ByteBuffer answer) {
     int rank = answer.getInt(0);
     byte[] proof = new byte[32];
     answer.get(4, proof);

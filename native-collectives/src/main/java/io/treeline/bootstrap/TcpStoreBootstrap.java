@@ -419,12 +419,13 @@ public final class TcpStoreBootstrap implements Bootstrap {
         out.append(" rank ").append(gone).append(" (gone: exited or killed)");
       }
       if (never.length() > 0) {
-        out.append(gone.length() > 0 ? ";" : "").append(" rank ").append(never).append(" (never connected: not started, or died "
-            + "before it joined)");
+        out.append(gone.length() > 0 ? ";" : "").append(" rank ").append(never)
+            .append(" (never connected: not started, or died before it joined)");
       }
       if (absent.length() > 0) {
-        out.append(gone.length() + never.length() > 0 ? ";" : "").append(" rank ").append(absent).append(" (connected, not yet here: slow, stopped "
-            + "or making another call)");
+        out.append(gone.length() + never.length() > 0 ? ";" : "").append(" rank ")
+            .append(absent).append(" (connected, not yet here: slow, stopped or making another "
+            + "call)");
       }
       return out.toString();
     }

@@ -30,6 +30,10 @@ public final class FaultInjection {
   private static final Map<String, String> SPEC = ON ? parse(System.getProperty(PROPERTY))
       : Map.of();
   private static volatile boolean fired;
+  /** For {@code freeze}: a shell started early (a spawn can take seconds on a loaded machine),
+   * waiting for one line to stop this process. */
+  private static final Process STOPPER = ON && "freeze".equals(SPEC.get("action"))
+      ? stopper(Long.parseLong(SPEC.getOrDefault("ms", "5000"))) : null;
 
   private FaultInjection() {
   }
@@ -69,16 +73,36 @@ public final class FaultInjection {
     }
   }
 
-  /** SIGSTOP this process; a detached shell SIGCONTs it after {@code ms}. */
-  private static void freeze(long ms) {
+  private static Process stopper(long ms) {
     long pid = ProcessHandle.current().pid();
     try {
-      new ProcessBuilder("sh", "-c", "kill -STOP " + pid + "; sleep " + ms / 1000.0
-          + "; kill -CONT " + pid).inheritIO().start();
+      return new ProcessBuilder("sh", "-c", "read go || exit 0; kill -STOP " + pid + "; sleep "
+          + ms / 1000.0 + "; kill -CONT " + pid).redirectOutput(ProcessBuilder.Redirect.INHERIT)
+          .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("cannot start the stopper: " + e, e);
+    }
+  }
+
+  /** SIGSTOP this process now; the waiting shell SIGCONTs it after {@code ms}. */
+  private static void freeze(long ms) {
+    long last = System.nanoTime(); // before the stop can come: its gap is measured from here
+    try {
+      STOPPER.getOutputStream().write('\n');
+      STOPPER.getOutputStream().flush();
     } catch (java.io.IOException e) {
       throw new IllegalStateException("cannot freeze: " + e, e);
     }
-    sleep(ms + 1000); // stopped within milliseconds; the rest is the time after the resume
+    // return right after the resume, however late the stop came: look for the gap it leaves
+    long until = last + TimeUnit.MILLISECONDS.toNanos(3 * ms);
+    while (System.nanoTime() - until < 0) {
+      sleep(5);
+      long now = System.nanoTime();
+      if (now - last > TimeUnit.MILLISECONDS.toNanos(ms / 2)) {
+        return;
+      }
+      last = now;
+    }
   }
 
   private static void sleep(long ms) {

@@ -19,7 +19,7 @@ public final class PeerWatch {
   /** How often a waiting rank runs the registered checks. */
   public static final long CHECK_INTERVAL_NANOS = 50_000_000L;
 
-  /** A periodic check, run on the waiting thread; it reports through {@link #fail} or {@link #left}. */
+  /** A periodic check, run on the waiting thread; reports through {@link #fail}, {@link #left}. */
   public interface Check {
     void run(PeerWatch watch);
   }
@@ -113,7 +113,7 @@ public final class PeerWatch {
     return f;
   }
 
-  /** {@link #poll} as an exception naming this rank, the failed peer, the phase and the timeout. */
+  /** A failure {@link #poll} returned, as an exception naming rank, peer, phase and timeout. */
   public CollectiveException failed(String phase, String why) {
     return CollectiveException.peerFailed(rank, failedPeer, phase, why, timeout);
   }

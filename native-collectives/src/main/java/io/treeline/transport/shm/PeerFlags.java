@@ -15,7 +15,8 @@ import java.util.function.BooleanSupplier;
  * names rank, peer, phase and timeout. A dead peer process is noticed within
  * {@link PeerWatch#CHECK_INTERVAL_NANOS} of waiting (by elapsed time, not by a count of polls),
  * and every wait polls the rank's {@link PeerWatch}, so a failure heard on another transport
- * ends it too. After the wait, the peer's published call is compared with ours. Shared by the host communicator and the GPU path (whose flags order IPC events).
+ * ends it too. After the wait, the peer's published call is compared with ours. Shared by the
+ * host communicator and the GPU path (whose flags order IPC events).
  */
 public final class PeerFlags {
   private final int rank;
@@ -27,7 +28,7 @@ public final class PeerFlags {
   private final PeerWatch watch;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
 
-  /** {@link #PeerFlags(int, SharedSegment[], long[], Duration, BooleanSupplier, PeerWatch)} with a watch of its own. */
+  /** Flags with a watch of their own (the GPU path: only the awaited peer is checked). */
   public PeerFlags(int rank, SharedSegment[] segments, long[] pids, Duration timeout,
       BooleanSupplier closed) {
     this(rank, segments, pids, timeout, closed, new PeerWatch(rank, timeout));

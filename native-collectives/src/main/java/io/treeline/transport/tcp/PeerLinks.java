@@ -96,7 +96,7 @@ public final class PeerLinks implements NetworkLink {
   private long callCount;
   private long callMeta;
 
-  /** {@link #PeerLinks(int, byte[], ServerSocketChannel, InetSocketAddress[], int, int, Duration, PeerWatch)} with a watch of its own. */
+  /** Links with a watch of their own (tests, a link used alone). */
   public PeerLinks(int rank, byte[] secret, ServerSocketChannel listener,
       InetSocketAddress[] addresses, int slotBytes, int slotsPerLane, Duration timeout)
       throws IOException {
@@ -169,7 +169,7 @@ public final class PeerLinks implements NetworkLink {
           watch.waiting(p, phase, CONNECT, now);
           waiting = true;
         }
-        check(p, phase, deadline, now, "rank " + p + " to connect to " + addresses[rank]);
+        check(p, phase, deadline, now, false);
         idle.idle();
       }
       idle.reset();
@@ -225,8 +225,7 @@ public final class PeerLinks implements NetworkLink {
             + "handshake");
       }
       if (n == 0) {
-        check(peer, phase, deadline, System.nanoTime(), "rank " + peer + " to answer the "
-            + "handshake");
+        check(peer, phase, deadline, System.nanoTime(), true);
         idle.idle();
       }
     }
@@ -234,7 +233,8 @@ public final class PeerLinks implements NetworkLink {
     watch.waited();
   }
 
-  private void check(int peer, String phase, long deadline, long now, String what) {
+  /** A set-up wait's poll: closed, a failure heard of, or the deadline (dialing or accepting). */
+  private void check(int peer, String phase, long deadline, long now, boolean dialing) {
     if (closed) {
       throw new CollectiveException(rank, peer, phase, "the communicator was closed", null);
     }
@@ -243,7 +243,9 @@ public final class PeerLinks implements NetworkLink {
       throw watch.failed(phase, why);
     }
     if (now - deadline > 0) {
-      throw CollectiveException.timeout(rank, peer, phase, what, timeout);
+      throw CollectiveException.timeout(rank, peer, phase, dialing ? "rank " + peer
+          + " to answer the handshake" : "rank " + peer + " to connect to "
+          + addresses[rank], timeout);
     }
   }
 
@@ -309,11 +311,15 @@ public final class PeerLinks implements NetworkLink {
       // after it on the same socket (a peer that sent its last message and then closed), so
       // the failure is read first: a message published before it is seen by the check after.
       String failed = l.failure;
+      String group = watch.failure(); // the same order for a failure heard on any link
       if (in.counters.getAcquire(Lane.TAIL) > head) {
         break;
       }
       if (failed != null) {
         throw broken(l, phase, "a message on lane " + lane, failed);
+      }
+      if (group != null) {
+        throw watch.failed(phase, group);
       }
       waiting = idleOrFail(l, deadline, phase, MESSAGE, lane, waiting);
     }
