@@ -1,5 +1,6 @@
 package io.treeline.exec;
 
+import io.treeline.core.CollectiveException;
 import java.time.Duration;
 
 /**

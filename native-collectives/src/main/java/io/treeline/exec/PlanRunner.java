@@ -126,7 +126,8 @@ public final class PlanRunner {
         reducer.copy(plan.type(), op, memory.buffer(x.peer(), x.buf()), off, output, off,
             s.count(), false, divisor);
       } else {
-        throw new AssertionError(s);
+        throw new IllegalArgumentException("rank " + rank + ": " + plan.algorithm() + " has "
+            + s + ", a step of staged plans, which only the GPU path runs");
       }
     }
     if (watch != null) {

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.treeline.bootstrap.Frames;
 import io.treeline.bootstrap.Handshake;
 import io.treeline.bootstrap.SecureAcceptor;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
 import io.treeline.transport.tcp.PeerLinks;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;

@@ -3,7 +3,7 @@ package io.treeline.fault;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CollectiveCheck;
 import io.treeline.comm.CommConfig;
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.FaultInjection;
@@ -40,7 +40,7 @@ public final class FaultRank {
     int leaver = spec.contains("action=leave") ? Integer.parseInt(field(spec, "rank")) : -1;
     int code = 0;
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(timeout);
-        Communicator c = Communicator.create(boot, CommConfig.DEFAULT.withTimeout(timeout))) {
+        HostCommunicator c = HostCommunicator.create(boot, CommConfig.DEFAULT.withTimeout(timeout))) {
       for (int call = 1; call <= calls; call++) {
         if (call == leaveBefore && boot.rank() == leaver) {
           System.out.println("FAULT-INJECTED leave before call #" + call + " on rank "

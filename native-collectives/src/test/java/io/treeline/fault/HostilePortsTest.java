@@ -8,7 +8,7 @@ import io.treeline.bootstrap.InProcessBootstrap;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CollectiveCheck;
 import io.treeline.comm.CommConfig;
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.NetworkLink;
@@ -144,7 +144,7 @@ class HostilePortsTest {
     try (Strangers strangers = new Strangers()) {
       Attacked network = new Attacked(strangers);
       Ranks.run(boots.length, TIMEOUT.toMillis() + 10_000, r -> {
-        try (Communicator c = Communicator.create(boots[r], config, new ShmTransport(
+        try (HostCommunicator c = HostCommunicator.create(boots[r], config, new ShmTransport(
             config.segmentBytes()), network)) {
           for (long n : new long[] {1, 1021, 40_009}) {
             allReduceRight(c, n);
@@ -215,7 +215,7 @@ class HostilePortsTest {
     };
     List<Throwable> errors = new ArrayList<>();
     Ranks.run(2, TIMEOUT.toMillis(), r -> {
-      try (Communicator c = Communicator.create(boots[r], config, new ShmTransport(
+      try (HostCommunicator c = HostCommunicator.create(boots[r], config, new ShmTransport(
           config.segmentBytes()), tcp)) {
         allReduceRight(c, 13);
         c.barrier();
@@ -239,7 +239,7 @@ class HostilePortsTest {
     assertTrue(errors.isEmpty(), errors.toString());
   }
 
-  private static void allReduceRight(Communicator c, long n) {
+  private static void allReduceRight(HostCommunicator c, long n) {
     ByteBuffer in = Elements.direct(n, DataType.F32);
     for (int i = 0; i < n; i++) {
       Elements.put(in, i, CollectiveCheck.value(n, c.rank(), i, DataType.F32, ReduceOp.SUM),

@@ -2,7 +2,7 @@ package io.treeline.fault;
 
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import io.treeline.launch.ProcessLauncher;
 import java.time.Duration;
 import java.util.List;
@@ -21,7 +21,7 @@ public final class LauncherProbe {
   public static void main(String[] args) throws Exception {
     if (args.length > 0 && args[0].equals("rank")) {
       try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(30));
-          Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
+          HostCommunicator c = HostCommunicator.create(boot, CommConfig.DEFAULT)) {
         c.barrier();
         System.out.println("PROBE-RANK pid=" + ProcessHandle.current().pid());
         System.out.flush();

@@ -2,8 +2,8 @@ package io.treeline.transport.shm;
 
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
-import io.treeline.exec.CallMismatchException;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CallMismatchException;
+import io.treeline.core.CollectiveException;
 import io.treeline.exec.PeerWatch;
 import java.time.Duration;
 import java.util.function.BooleanSupplier;
@@ -82,8 +82,8 @@ public final class PeerFlags {
     long meta = s.callMeta();
     if (seq == sequence && s.callSequence() == seq
         && (count != call.count() || meta != call.meta())) {
-      throw new CallMismatchException(rank, peer, phase, sequence, call, seq,
-          new CallDescriptor(count, meta));
+      throw new CallMismatchException(rank, peer, phase, sequence, call.describe(), seq,
+          new CallDescriptor(count, meta).describe());
     }
   }
 

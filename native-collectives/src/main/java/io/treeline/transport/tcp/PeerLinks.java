@@ -5,8 +5,8 @@ import io.treeline.bootstrap.Handshake;
 import io.treeline.bootstrap.SecureAcceptor;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
-import io.treeline.exec.CallMismatchException;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CallMismatchException;
+import io.treeline.core.CollectiveException;
 import io.treeline.exec.NetworkLink;
 import io.treeline.exec.PeerWatch;
 import java.io.IOException;
@@ -330,8 +330,8 @@ public final class PeerLinks implements NetworkLink {
     int i = (int) (head % slotsPerLane);
     if (in.sequence[i] != callSequence || in.count[i] != callCount || in.meta[i] != callMeta) {
       throw new CallMismatchException(rank, peer, phase, callSequence,
-          new CallDescriptor(callCount, callMeta), in.sequence[i],
-          new CallDescriptor(in.count[i], in.meta[i]));
+          new CallDescriptor(callCount, callMeta).describe(), in.sequence[i],
+          new CallDescriptor(in.count[i], in.meta[i]).describe());
     }
     if (in.length[i] != bytes) {
       throw new CollectiveException(rank, peer, phase, "expected a " + bytes + "-byte message"

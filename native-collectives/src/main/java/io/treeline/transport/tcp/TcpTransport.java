@@ -16,7 +16,7 @@ import java.nio.channels.ServerSocketChannel;
  * Messages between ranks over TCP ({@link PeerLinks}): {@link #open} binds a listener on an
  * ephemeral port of this host's address and publishes host and port; {@link Pending#connect}
  * links every pair of ranks before it returns. The communicator says which address
- * ({@code Communicator.bindHost}).
+ * ({@code HostCommunicator.bindHost}).
  */
 public final class TcpTransport implements TransportProvider<NetworkLink> {
   private final int slotBytes;

@@ -1,29 +1,38 @@
 package io.treeline.comm;
 
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
+import io.treeline.core.Handle;
 import java.time.Duration;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
-/** An asynchronous collective in flight; {@link #await} waits for it, never without a bound. */
-public final class Handle {
+/** A collective submitted to the communicator's thread; {@link #await} waits, never unbounded. */
+final class FutureHandle implements Handle {
   private final Future<?> future;
   private final int rank;
   private final String what;
+  private final Duration bound;
 
-  Handle(Future<?> future, int rank, String what) {
+  FutureHandle(Future<?> future, int rank, String what, Duration bound) {
     this.future = future;
     this.rank = rank;
     this.what = what;
+    this.bound = bound;
   }
 
+  @Override
   public boolean isDone() {
     return future.isDone();
   }
 
-  /** Wait until the collective completes; rethrows its failure. */
+  @Override
+  public void await() {
+    await(bound);
+  }
+
+  @Override
   public void await(Duration timeout) {
     try {
       future.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
