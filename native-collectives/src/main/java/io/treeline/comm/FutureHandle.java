@@ -37,17 +37,33 @@ final class FutureHandle implements Handle {
     try {
       future.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
     } catch (TimeoutException e) {
+      // a process resumed after a stop finds every timer expired at once: give the collective
+      // a moment to fail with its own cause (a peer's abort) rather than this bare timeout
+      try {
+        future.get(1, TimeUnit.SECONDS);
+        return;
+      } catch (ExecutionException failed) {
+        rethrow(failed);
+      } catch (InterruptedException interrupted) {
+        Thread.currentThread().interrupt();
+      } catch (TimeoutException still) {
+        // it is stuck indeed
+      }
       throw CollectiveException.timeout(rank, -1, what, "the asynchronous collective to "
           + "complete", timeout);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new CollectiveException(rank, -1, what, "interrupted while waiting", e);
     } catch (ExecutionException e) {
-      Throwable c = e.getCause();
-      if (c instanceof RuntimeException r) {
-        throw r;
-      }
-      throw new CollectiveException(rank, -1, what, c.toString(), c);
+      rethrow(e);
     }
+  }
+
+  private void rethrow(ExecutionException e) {
+    Throwable c = e.getCause();
+    if (c instanceof RuntimeException r) {
+      throw r;
+    }
+    throw new CollectiveException(rank, -1, what, c.toString(), c);
   }
 }

@@ -5,13 +5,16 @@ import io.treeline.bootstrap.BootstrapException;
 import io.treeline.bootstrap.InProcessBootstrap;
 import io.treeline.conf.TreelineEnv;
 import io.treeline.core.CollectiveException;
+import io.treeline.core.CollectiveTimeoutException;
 import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
 import io.treeline.core.Handle;
 import io.treeline.core.ReduceOp;
 import io.treeline.core.Slice;
 import io.treeline.exec.HostPeerMemory;
+import io.treeline.exec.FaultInjection;
 import io.treeline.exec.NetworkLink;
+import io.treeline.exec.PeerWatch;
 import io.treeline.exec.PlanRunner;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.Buf;
@@ -61,12 +64,17 @@ import java.util.concurrent.TimeUnit;
  * consecutive pieces, reduce-scatters and all-gathers in a piece of every rank's slice at a
  * time ({@code bySlices}).
  *
- * <p>A failure marks the communicator broken: its peers are told (the segment's abort word,
- * closed sockets) so that they fail at once, and every later call fails with the first cause.
- * {@link #close} releases segments, mappings, sockets and threads, after a failure too.
+ * <p>A failure marks the communicator broken: its peers are told (the segment's abort word, an
+ * ABORT frame on the TCP link every pair of ranks has from set-up on) so that they fail at
+ * once, whatever they wait on (one {@link PeerWatch} per rank, polled by both transports), and
+ * every later call fails with the first cause. A collective that times out carries the group's
+ * hang report (who waits for whom). {@link #close} tells the peers this rank leaves after its
+ * last call, and releases segments, mappings, sockets and threads, after a failure too.
  */
 public final class HostCommunicator implements Communicator {
   private static final System.Logger LOG = System.getLogger("io.treeline.comm");
+  /** How long a timed-out collective waits for the peers' answers to its hang report. */
+  private static final Duration REPORT_BUDGET = Duration.ofMillis(500);
 
   private final Bootstrap bootstrap;
   private final CommConfig config;
@@ -88,7 +96,7 @@ public final class HostCommunicator implements Communicator {
   private TypedViews views;
 
   private HostCommunicator(Bootstrap bootstrap, CommConfig config, Topology topology, int[] planOf,
-      HostPeerMemory memory, NetworkLink network) {
+      HostPeerMemory memory, NetworkLink network, PeerWatch watch) {
     this.bootstrap = bootstrap;
     this.config = config;
     this.topology = topology;
@@ -99,7 +107,8 @@ public final class HostCommunicator implements Communicator {
     this.network = network;
     this.ownInput = memory.buffer(planRank, Buf.INPUT);
     this.ownOutput = memory.buffer(planRank, Buf.OUTPUT);
-    this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier);
+    this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier,
+        watch);
     this.worker = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "treeline-comm-" + bootstrap.rank());
       t.setDaemon(true);
@@ -165,6 +174,9 @@ public final class HostCommunicator implements Communicator {
       long pid = ProcessHandle.current().pid();
       PeerInfo me = new PeerInfo(rank, bootstrap.nodeId(), pid, pendingMemory.address(),
           pendingNetwork.address());
+      if (FaultInjection.ON) {
+        FaultInjection.at("bootstrap", rank, 0);
+      }
       byte[][] all = bootstrap.allGather(me.encode(), timeout);
       PeerInfo[] infos = new PeerInfo[n];
       String[] nodeIds = new String[n];
@@ -190,13 +202,15 @@ public final class HostCommunicator implements Communicator {
         networkAddrs[p] = info.network();
       }
       Runnable barrier = () -> bootstrap.barrier(timeout);
+      // one view of the group for both transports: an abort heard on either ends waits on both
+      PeerWatch watch = new PeerWatch(planOf[rank], timeout);
       memory = pendingMemory.connect(new TransportProvider.Peers(topo, planOf[rank],
-          memoryAddrs, pids, barrier, timeout));
+          memoryAddrs, pids, barrier, timeout, watch));
       pendingMemory = null;
       network = pendingNetwork.connect(new TransportProvider.Peers(topo, planOf[rank],
-          networkAddrs, pids, barrier, timeout));
+          networkAddrs, pids, barrier, timeout, watch));
       pendingNetwork = null;
-      return new HostCommunicator(bootstrap, config, topo, planOf, memory, network);
+      return new HostCommunicator(bootstrap, config, topo, planOf, memory, network, watch);
     } catch (IOException | RuntimeException e) {
       if (network != null) {
         network.close();
@@ -886,14 +900,32 @@ public final class HostCommunicator implements Communicator {
             + "cannot run more collectives: " + b.getMessage(), b);
       }
       try {
+        if (FaultInjection.ON) {
+          FaultInjection.at("between", rank, sequence + 1);
+        }
         body.run();
+      } catch (CollectiveTimeoutException e) {
+        // who waits for whom, asked before the abort below releases everyone
+        CollectiveTimeoutException reported = e.withReport(network.describeWaits(
+            REPORT_BUDGET));
+        fail(reported);
+        throw reported;
       } catch (RuntimeException | Error e) {
         fail(e);
         throw e;
       }
       return null;
     });
-    return new FutureHandle(f, rank, what, config.timeout().multipliedBy(windows));
+    return new FutureHandle(f, rank, what, callBound(windows));
+  }
+
+  /**
+   * How long a synchronous call waits for its collective: the collective's own deadlines, plus
+   * time for a timed-out one to gather the hang report, so that the caller gets that failure
+   * (which names who is behind) and not a bare timeout of its own.
+   */
+  private Duration callBound(long windows) {
+    return config.timeout().multipliedBy(windows).plus(REPORT_BUDGET).plusSeconds(1);
   }
 
   private void fail(Throwable e) {
@@ -1023,8 +1055,8 @@ public final class HostCommunicator implements Communicator {
       // a peer still waiting on this rank (its task failed outside a collective) fails now
       // instead of at its timeout; a peer that finished our last call never looks again
       String reason = "rank " + rank + " closed its communicator (its task ended)";
-      memory.abort(reason);
-      network.abort(reason);
+      memory.leave(reason);
+      network.leave(reason);
     }
     network.close(); // wakes a collective blocked on the network
     worker.shutdown();

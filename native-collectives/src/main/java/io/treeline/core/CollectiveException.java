@@ -42,13 +42,31 @@ public class CollectiveException extends RuntimeException {
    * @param phase the step or call
    * @param waitingFor what it waited for
    * @param timeout the bound that passed
-   * @return the exception, whose message names the timeout and suggests raising it
+   * @return the exception ({@link CollectiveTimeoutException}), whose message names the timeout
+   *     and suggests raising it
    */
-  public static CollectiveException timeout(int rank, int peer, String phase, String waitingFor,
-      Duration timeout) {
-    return new CollectiveException(rank, peer, phase, "timed out after " + human(timeout)
+  public static CollectiveTimeoutException timeout(int rank, int peer, String phase,
+      String waitingFor, Duration timeout) {
+    return new CollectiveTimeoutException(rank, peer, phase, "timed out after " + human(timeout)
         + " waiting for " + waitingFor + "; the peer may have failed or be making a different "
         + "collective call (raise the timeout if it is only slow)", null);
+  }
+
+  /**
+   * Another rank of the group failed: this rank stops waiting at once instead of at its
+   * timeout, and says so.
+   *
+   * @param rank the rank that was waiting
+   * @param failedPeer the rank that failed, or -1 when unknown
+   * @param phase the step or call
+   * @param why what the failed rank, or the transport that noticed, said
+   * @param timeout the bound this rank did not have to wait out
+   * @return the exception
+   */
+  public static CollectiveException peerFailed(int rank, int failedPeer, String phase,
+      String why, Duration timeout) {
+    return new CollectiveException(rank, failedPeer, phase, why + " (so this rank stopped "
+        + "waiting at once instead of at its timeout of " + human(timeout) + ")", null);
   }
 
   /**
