@@ -48,7 +48,7 @@ trap mps_stop EXIT
 
 say "$(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
 if has gemm; then
-  say "GEMM: Treeline's gemm_tf32 (GemmBench), then torch.matmul (TF32) at the same shapes"
+  say "GEMM: Treeline's TF32 GEMMs (GemmBench), then torch.matmul (TF32) at the same shapes"
   timeout 120 "$JAVA" -cp "$CP" io.treeline.kernels.GemmBench 2>&1 | tee -a "$log"
   timeout 120 python3 scripts/device/torch_mlp.py --gemm 2>&1 | tee -a "$log"
 fi

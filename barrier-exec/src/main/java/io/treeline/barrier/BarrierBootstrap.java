@@ -29,7 +29,7 @@ import org.apache.spark.SparkEnv;
  * RPC, encrypted when {@code spark.network.crypto.enabled} is on). With
  * {@code spark.treeline.test.ranksPerNode} set, task p is placed on simulated node p / n.
  */
-public final class BarrierBootstrap implements Bootstrap {
+final class BarrierBootstrap implements Bootstrap {
   private final BarrierTaskContext ctx;
   private final int rank;
   private final int size;
@@ -52,7 +52,7 @@ public final class BarrierBootstrap implements Bootstrap {
   }
 
   /** Inside a barrier task: agree on the secret (one all-gather unless Spark provides it). */
-  public static BarrierBootstrap create(BarrierTaskContext ctx, TreelineConf conf) {
+  static BarrierBootstrap create(BarrierTaskContext ctx, TreelineConf conf) {
     BarrierBootstrap b = new BarrierBootstrap(ctx, conf);
     try {
       SparkEnv env = SparkEnv.get();

@@ -27,13 +27,34 @@ public final class BarrierJobs {
   private BarrierJobs() {
   }
 
-  /** A per-partition function that Java lambdas implement; it must be serializable. */
+  /**
+   * A per-partition function that Java lambdas implement; it must be serializable.
+   *
+   * @param <T> the input rows' type
+   * @param <R> the results' type
+   */
   @FunctionalInterface
   public interface PartitionFunction<T, R> extends Serializable {
+    /**
+     * Runs in the task of one partition, with every task of the stage started together.
+     *
+     * @param partition the partition's index (also the task's rank)
+     * @param rows the partition's rows
+     * @return the partition's results
+     * @throws Exception anything; the task fails with it and Spark retries the stage
+     */
     Iterator<R> call(int partition, Iterator<T> rows) throws Exception;
   }
 
-  /** {@code rdd.barrier().mapPartitions(f)} for Java callers. */
+  /**
+   * {@code rdd.barrier().mapPartitions(f)} for Java callers; lazy like any transformation.
+   *
+   * @param rdd the input, one partition per rank
+   * @param f the function run in each partition's task
+   * @param <T> the input rows' type
+   * @param <R> the results' type
+   * @return the barrier stage's output
+   */
   public static <T, R> JavaRDD<R> mapPartitions(JavaRDD<T> rdd, PartitionFunction<T, R> f) {
     @SuppressWarnings("unchecked")
     ClassTag<R> tag = (ClassTag<R>) (ClassTag<?>) ClassTag$.MODULE$.AnyRef();
@@ -42,7 +63,19 @@ public final class BarrierJobs {
     return JavaRDD.fromRDD(out, tag);
   }
 
-  /** Runs {@code f} on every partition in one barrier stage; results in partition order. */
+  /**
+   * Runs {@code f} on every partition in one barrier stage and returns the results in
+   * partition order (within a partition, in the order {@code f} returned them). A failed task
+   * makes Spark rerun the whole stage, up to {@code spark.stage.maxConsecutiveAttempts} times.
+   *
+   * @param rdd the input, one partition per rank
+   * @param f the function run in each partition's task
+   * @param <T> the input rows' type
+   * @param <R> the results' type
+   * @return every partition's results
+   * @throws BarrierStageException when the stage failed after Spark's retries (its cause is
+   *     Spark's {@code SparkException}, whose message names the failing task's error)
+   */
   public static <T, R> List<R> collect(JavaRDD<T> rdd, PartitionFunction<T, R> f) {
     JavaRDD<Tuple2<Integer, R>> tagged = mapPartitions(rdd, (p, it) -> {
       Iterator<R> r = f.call(p, it);
@@ -52,7 +85,15 @@ public final class BarrierJobs {
       }
       return out.iterator();
     });
-    List<Tuple2<Integer, R>> all = tagged.repartition(1).collect();
+    List<Tuple2<Integer, R>> all;
+    try {
+      all = tagged.repartition(1).collect();
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) { // SparkException: checked, and thrown undeclared from Scala
+      throw new BarrierStageException("the barrier stage failed after Spark's retries "
+          + "(spark.stage.maxConsecutiveAttempts): " + e.getMessage(), e);
+    }
     List<Tuple2<Integer, R>> sorted = new ArrayList<>(all);
     sorted.sort((a, b) -> Integer.compare(a._1(), b._1())); // stable: keeps order in a partition
     List<R> out = new ArrayList<>();

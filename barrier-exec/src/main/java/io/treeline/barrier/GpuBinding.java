@@ -48,7 +48,13 @@ public final class GpuBinding {
 
   /**
    * Binds {@code address}; {@code smi} is nvidia-smi's listing or null where it is missing,
-   * {@code cuda} the CUDA driver's. Throws IllegalStateException on a mismatch.
+   * {@code cuda} the CUDA driver's.
+   *
+   * @param address Spark's address of the GPU: an nvidia-smi index or a UUID
+   * @param smi nvidia-smi's GPUs, or null where nvidia-smi is missing
+   * @param cuda the CUDA driver's GPUs
+   * @return the binding
+   * @throws IllegalStateException when the address names no GPU this process can see
    */
   public static Bound resolve(String address, List<SmiGpu> smi, GpuDevices.Listing cuda) {
     String a = address.trim();
@@ -109,7 +115,12 @@ public final class GpuBinding {
         + ", index taken as the CUDA ordinal");
   }
 
-  /** Binds every address of an executor's or task's "gpu" resource. */
+  /**
+   * Binds every address of an executor's or task's "gpu" resource.
+   *
+   * @param gpu the resource
+   * @return one binding per address
+   */
   public static List<Bound> resolveAll(ResourceInformation gpu) {
     List<Bound> out = new ArrayList<>();
     GpuDevices.Listing cuda = GpuDevices.list();
@@ -122,6 +133,8 @@ public final class GpuBinding {
   /**
    * The GPU Spark assigned to the calling task, bound; null when the task was assigned none.
    * Refuses a task given more than one (Treeline runs one GPU per task).
+   *
+   * @return the task's GPU, or null
    */
   public static Bound forTask() {
     TaskContext tc = TaskContext.get();
@@ -140,7 +153,11 @@ public final class GpuBinding {
     return resolve(gpu.get().addresses()[0], nvidiaSmi(), GpuDevices.list());
   }
 
-  /** nvidia-smi's GPUs (read once per JVM), or null when it is missing or fails. */
+  /**
+   * nvidia-smi's GPUs, read once per JVM.
+   *
+   * @return the GPUs, or null when nvidia-smi is missing or fails
+   */
   public static List<SmiGpu> nvidiaSmi() {
     if (!smiRead) {
       synchronized (GpuBinding.class) {
@@ -153,7 +170,12 @@ public final class GpuBinding {
     return smiCache;
   }
 
-  /** Parses {@code nvidia-smi --query-gpu=index,uuid --format=csv,noheader}. */
+  /**
+   * Parses {@code nvidia-smi --query-gpu=index,uuid --format=csv,noheader}.
+   *
+   * @param csv nvidia-smi's output
+   * @return its rows
+   */
   public static List<SmiGpu> parse(String csv) {
     List<SmiGpu> out = new ArrayList<>();
     for (String line : csv.split("\n")) {

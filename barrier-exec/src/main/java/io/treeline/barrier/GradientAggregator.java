@@ -1,15 +1,16 @@
 package io.treeline.barrier;
 
-import io.treeline.comm.Communicator;
-import io.treeline.comm.Handle;
+import io.treeline.comm.HostCommunicator;
 import io.treeline.comm.Window;
+import io.treeline.conf.TreelineConf;
+import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
+import io.treeline.core.Handle;
 import io.treeline.core.ReduceOp;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -21,7 +22,7 @@ import java.util.List;
  * waits for all of them and writes the averages back into the arrays.
  *
  * <pre>{@code
- * GradientAggregator agg = new GradientAggregator(comm, 25 << 20);
+ * GradientAggregator agg = new GradientAggregator(comm);   // spark.treeline.bucketBytes
  * int w1 = agg.register(gradW1);  int b1 = agg.register(gradB1);   // once
  * for (each step) {
  *   backward();                         // fills gradW1, gradB1 ...
@@ -32,42 +33,114 @@ import java.util.List;
  * Not thread-safe: one training thread per rank drives it. Per step it allocates nothing
  * beyond the communicator's call bookkeeping.
  *
- * <p>A bucket is a {@link Window} of the communicator's registered memory where one fits
- * ({@link Communicator#windowBytesLeft()}): a gradient is copied once into the segment's INPUT
+ * <p>On the host communicator ({@link HostCommunicator}), a bucket is a {@link Window} of its
+ * registered memory where one fits ({@link HostCommunicator#windowBytesLeft()}): a gradient is copied once into the segment's INPUT
  * and once out of its OUTPUT, and the allreduce runs in place. A bucket that does not fit has its
  * own buffer, which the communicator copies into and out of the segment (four copies).
  */
 public final class GradientAggregator implements AutoCloseable {
   private final Communicator comm;
+  /** The same communicator where it has registered windows, else null. */
+  private final HostCommunicator host;
   private final long bucketBytes;
   private final List<Entry> entries = new ArrayList<>();
   private final List<Bucket> buckets = new ArrayList<>();
   private boolean frozen;
 
+  /**
+   * An aggregator over {@code comm} with buckets of {@code spark.treeline.bucketBytes} (25 MiB by
+   * default): the key of the running Spark application's configuration, or its default outside
+   * Spark.
+   *
+   * @param comm the communicator the buckets are averaged over
+   */
+  public GradientAggregator(Communicator comm) {
+    this(comm, configuredBucketBytes());
+  }
+
+  /**
+   * An aggregator over {@code comm} with buckets of about {@code bucketBytes}, whatever the
+   * configuration says.
+   *
+   * @param comm the communicator the buckets are averaged over
+   * @param bucketBytes bytes per bucket, at least 1 KiB
+   * @throws IllegalArgumentException when {@code bucketBytes} is below 1 KiB
+   */
   public GradientAggregator(Communicator comm, long bucketBytes) {
+    if (comm == null) {
+      throw new IllegalArgumentException("GradientAggregator needs a communicator "
+          + "(Treeline.communicator() inside a barrier stage)");
+    }
     if (bucketBytes < 1024) {
       throw new IllegalArgumentException("bucketBytes must be at least 1 KiB, got "
           + bucketBytes);
     }
     this.comm = comm;
+    this.host = comm instanceof HostCommunicator h ? h : null;
     this.bucketBytes = bucketBytes;
   }
 
-  /** With the bucket size of {@code spark.treeline.bucketBytes} (25 MiB by default). */
+  /**
+   * The task's aggregator: {@code new GradientAggregator(Treeline.communicator())}, buckets of
+   * {@code spark.treeline.bucketBytes}.
+   *
+   * @return an aggregator over the task's communicator
+   * @throws IllegalStateException outside a barrier stage task
+   */
   public static GradientAggregator forTask() {
-    return new GradientAggregator(Treeline.communicator(), Treeline.conf(
-        org.apache.spark.SparkEnv.get().conf()).get(io.treeline.conf.TreelineConf.BUCKET_BYTES));
+    return new GradientAggregator(Treeline.communicator());
   }
 
+  /**
+   * {@code spark.treeline.bucketBytes} of the running Spark application (driver or executor), or
+   * the key's default where there is none.
+   */
+  static long configuredBucketBytes() {
+    org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+    TreelineConf conf = env == null ? new TreelineConf(java.util.Map.of())
+        : Treeline.conf(env.conf());
+    return conf.get(TreelineConf.BUCKET_BYTES);
+  }
+
+  /**
+   * The size the buckets are cut to.
+   *
+   * @return bytes per bucket, from the constructor or the configuration
+   */
+  public long bucketBytes() {
+    return bucketBytes;
+  }
+
+  /**
+   * Adds a gradient, in the order the backward pass produces them; before the first
+   * {@link #ready}. Its averages are written back into the array by {@link #await}.
+   *
+   * @param grad the gradient, read at {@code ready} and overwritten at {@code await}
+   * @return the gradient's id for {@link #ready}
+   */
   public int register(float[] grad) {
     return add(new Entry(grad, null, null, DataType.F32, grad.length));
   }
 
+  /**
+   * {@link #register(float[])} for a {@code double[]} gradient (its own buckets).
+   *
+   * @param grad the gradient
+   * @return the gradient's id for {@link #ready}
+   */
   public int register(double[] grad) {
     return add(new Entry(null, grad, null, DataType.F64, grad.length));
   }
 
-  /** A direct buffer of {@code count} elements of {@code type} from index 0 (native order). */
+  /**
+   * {@link #register(float[])} for a direct buffer of {@code count} elements of {@code type}
+   * from index 0 (read in native order).
+   *
+   * @param grad the gradient, a direct buffer
+   * @param type its element type
+   * @param count its elements
+   * @return the gradient's id for {@link #ready}
+   */
   public int register(ByteBuffer grad, DataType type, long count) {
     if (!grad.isDirect()) {
       throw new IllegalArgumentException("register a heap gradient as float[] or double[]");
@@ -84,7 +157,13 @@ public final class GradientAggregator implements AutoCloseable {
     return entries.size() - 1;
   }
 
-  /** Gradient {@code id} is final for this step: copy it into its bucket, start the bucket if full. */
+  /**
+   * Gradient {@code id} is final for this step: it is copied into its bucket, and the bucket's
+   * allreduce starts once all its gradients are ready.
+   *
+   * @param id the id {@code register} returned
+   * @throws IllegalStateException when the gradient is already ready in this step
+   */
   public void ready(int id) {
     freeze();
     Entry e = entries.get(id);
@@ -96,14 +175,18 @@ public final class GradientAggregator implements AutoCloseable {
     e.copyIn();
     if (++b.ready == b.members.size()) {
       b.handle = b.window != null
-          ? comm.allReduceAsync(b.window, b.count, b.type, ReduceOp.AVG)
+          ? host.allReduceAsync(b.window, b.count, b.type, ReduceOp.AVG)
           : comm.allReduceAsync(b.buffer, b.buffer, b.count, b.type, ReduceOp.AVG);
     }
   }
 
-  /** Wait for every bucket, write the averages into the gradients; the step is over. */
+  /**
+   * Waits for every bucket and writes the averages into the gradients; the step is over.
+   *
+   * @throws IllegalStateException when a gradient was not {@link #ready} in this step
+   * @throws io.treeline.core.CollectiveException when an allreduce failed
+   */
   public void await() {
-    Duration timeout = comm.config().timeout();
     for (Bucket b : buckets) {
       if (b.handle == null) {
         throw new IllegalStateException("await() before every gradient was ready(): bucket "
@@ -111,8 +194,7 @@ public final class GradientAggregator implements AutoCloseable {
       }
     }
     for (Bucket b : buckets) {
-      b.handle.await(timeout.multipliedBy(1 + b.count * b.type.size()
-          / Math.max(1, comm.config().segmentBytes())));
+      b.handle.await();
       for (Entry e : b.members) {
         e.copyOut();
         e.readyThisStep = false;
@@ -122,7 +204,10 @@ public final class GradientAggregator implements AutoCloseable {
     }
   }
 
-  /** ready() for every gradient in registration order, then await(). */
+  /**
+   * {@link #ready} for every gradient in registration order, then {@link #await}: the whole
+   * step's averaging in one call.
+   */
   public void allReduce() {
     freeze();
     for (int i = 0; i < entries.size(); i++) {
@@ -131,6 +216,11 @@ public final class GradientAggregator implements AutoCloseable {
     await();
   }
 
+  /**
+   * The number of buckets; fixes the registered gradients.
+   *
+   * @return buckets the gradients are packed into
+   */
   public int buckets() {
     freeze();
     return buckets.size();
@@ -162,8 +252,8 @@ public final class GradientAggregator implements AutoCloseable {
     }
     for (Bucket b : buckets) {
       long bytes = Math.max(1, b.count * b.type.size());
-      if (bytes <= comm.windowBytesLeft()) {
-        b.window = comm.reserveWindow(bytes);
+      if (host != null && bytes <= host.windowBytesLeft()) {
+        b.window = host.reserveWindow(bytes);
         b.buffer = b.window.input();
         b.result = b.window.output();
       } else {
@@ -177,18 +267,21 @@ public final class GradientAggregator implements AutoCloseable {
     }
   }
 
-  /** Waits for buckets in flight and gives the windows back to the communicator. */
+  /**
+   * Waits for any bucket still in flight and gives the windows back; the communicator stays
+   * open (the task owns it).
+   */
   @Override
   public void close() {
     for (Bucket b : buckets) {
       if (b.handle != null) {
-        b.handle.await(comm.config().timeout());
+        b.handle.await();
       }
     }
     for (int i = buckets.size() - 1; i >= 0; i--) {
       Bucket b = buckets.get(i);
       if (b.window != null) {
-        comm.releaseWindow(b.window);
+        host.releaseWindow(b.window);
         b.window = null;
       }
     }

@@ -1,8 +1,9 @@
 package io.treeline.barrier;
 
-import io.treeline.comm.Communicator;
-import io.treeline.conf.TreelineConf;
 import io.treeline.comm.CommConfig;
+import io.treeline.comm.HostCommunicator;
+import io.treeline.conf.TreelineConf;
+import io.treeline.core.Communicator;
 import io.treeline.gpu.DeviceCommunicator;
 import io.treeline.gpu.DeviceOptions;
 import java.util.HashMap;
@@ -21,7 +22,7 @@ import scala.Tuple2;
  * <pre>{@code
  * rdd.barrier().mapPartitions(it -> {
  *   Communicator comm = Treeline.communicator();
- *   comm.allReduce(grad, grad, n, DataType.F32, ReduceOp.AVG);
+ *   comm.allReduce(grad, ReduceOp.AVG);               // float[] grad, averaged in place
  *   ...
  * })
  * }</pre>
@@ -38,8 +39,18 @@ public final class Treeline {
   private Treeline() {
   }
 
+  /**
+   * The task's communicator over host memory: shared memory among the tasks of one machine,
+   * TCP across machines, settings from the {@code spark.treeline.*} keys. The first call in a
+   * task sets it up (a collective: every task of the barrier stage must call it); later calls
+   * in the task return the same one; the task's end closes it. Its {@link Communicator#rank()}
+   * is the task's partition id.
+   *
+   * @return the task's communicator
+   * @throws IllegalStateException outside a barrier stage task
+   */
   public static Communicator communicator() {
-    return perTask(BY_TASK, "communicator", (boot, conf, tc) -> Communicator.create(boot,
+    return perTask(BY_TASK, "communicator", (boot, conf, tc) -> HostCommunicator.create(boot,
         CommConfig.from(conf)));
   }
 
@@ -103,6 +114,9 @@ public final class Treeline {
    * first call sets it up (every task must call it), the task's end closes it. Where there is
    * no GPU, no CUDA driver or a jar built without nvcc, it fails at once saying which; use
    * {@link #communicator()} (host memory) there.
+   *
+   * @return the task's GPU communicator
+   * @throws IllegalStateException outside a barrier stage task
    */
   public static DeviceCommunicator deviceCommunicator() {
     return perTask(DEVICE_BY_TASK, "deviceCommunicator", (boot, conf, tc) ->
@@ -120,12 +134,22 @@ public final class Treeline {
     return b == null ? 0 : Math.max(0, b.cudaOrdinal());
   }
 
-  /** Communicators open in this JVM (tasks still running); for tests and metrics. */
+  /**
+   * Communicators open in this JVM (tasks still running); for tests and metrics.
+   *
+   * @return host and GPU communicators not yet closed
+   */
   public static int openCommunicators() {
     return BY_TASK.size() + DEVICE_BY_TASK.size();
   }
 
-  /** The {@code spark.treeline.*} settings of a Spark configuration, validated. */
+  /**
+   * The {@code spark.treeline.*} settings of a Spark configuration, validated.
+   *
+   * @param sc the configuration
+   * @return its Treeline settings
+   * @throws IllegalArgumentException naming an unknown key or a bad value
+   */
   public static TreelineConf conf(SparkConf sc) {
     Map<String, String> m = new HashMap<>();
     for (Tuple2<String, String> kv : sc.getAllWithPrefix(TreelineConf.PREFIX)) {

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -51,7 +51,7 @@ class GradientAggregatorTest {
       Thread t = new Thread(() -> {
         try (TcpStoreBootstrap boot = TcpStoreBootstrap.create(rank, n, "127.0.0.1", port,
             secret, Duration.ofSeconds(30));
-            Communicator comm = Communicator.create(boot, CommConfig.DEFAULT
+            HostCommunicator comm = HostCommunicator.create(boot, CommConfig.DEFAULT
                 .withSegmentBytes(segmentBytes));
             GradientAggregator agg = new GradientAggregator(comm, 8 << 10)) {
           float[][] grads = new float[SIZES.length][];

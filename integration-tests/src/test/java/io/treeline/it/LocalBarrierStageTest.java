@@ -5,8 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.barrier.BarrierJobs;
+import io.treeline.barrier.BarrierStageException;
 import io.treeline.barrier.Treeline;
-import io.treeline.comm.Communicator;
+import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.spark.TreelinePlugin;
@@ -108,6 +109,20 @@ class LocalBarrierStageTest {
     assertEquals(List.of(), treelineThreads());
     assertEquals(0, treelineSegments());
     System.out.printf("retry after an injected failure: %.1f s%n", (System.nanoTime() - t0) / 1e9);
+  }
+
+  @Test
+  void aStageFailingOnEveryAttemptEndsCollectWithAnUncheckedExceptionNamingTheTasksError() {
+    BarrierStageException e = assertThrows(BarrierStageException.class, () ->
+        BarrierJobs.collect(fourPartitions(), (p, it) -> {
+          if (p == 3) {
+            throw new IllegalStateException("injected failure in partition 3");
+          }
+          return List.of(p).iterator();
+        }));
+    assertTrue(e.getMessage().contains("injected failure in partition 3"), e.getMessage());
+    assertTrue(e.getMessage().contains("spark.stage.maxConsecutiveAttempts"), e.getMessage());
+    assertEquals("org.apache.spark.SparkException", e.getCause().getClass().getName());
   }
 
   @Test

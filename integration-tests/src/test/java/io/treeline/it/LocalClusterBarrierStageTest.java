@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.barrier.BarrierJobs;
 import io.treeline.barrier.Treeline;
-import io.treeline.comm.Communicator;
+import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.spark.TreelinePlugin;

@@ -38,7 +38,8 @@ class PluginStartupAndJarTest {
       List<String> names = j.stream().map(e -> e.getName()).toList();
       for (String must : List.of("io/treeline/spark/TreelinePlugin.class",
           "io/treeline/barrier/Treeline.class", "io/treeline/barrier/GradientAggregator.class",
-          "io/treeline/comm/Communicator.class", "io/treeline/plan/DoubleBinaryTree.class")) {
+          "io/treeline/comm/HostCommunicator.class", "io/treeline/core/Communicator.class",
+          "io/treeline/plan/DoubleBinaryTree.class", "META-INF/treeline/configuration.md")) {
         assertTrue(names.contains(must), "missing " + must);
       }
       for (String prefix : List.of("org/apache/spark/", "scala/", "com/esotericsoftware/",

@@ -1,7 +1,7 @@
 package io.treeline.kernels;
 
 /**
- * The argument rules of {@code gemm_tf32}, apart from the launch so that they are tested
+ * The argument rules of the GEMM kernels ({@code gemm_big_*}, {@code gemm_small_*}), apart from the launch so that they are tested
  * without a GPU: a leading dimension covers the row it strides over, so no element of one row
  * is read as part of the next.
  */

@@ -1,35 +1,50 @@
 package io.treeline.kernels;
 
 import static jcuda.driver.JCudaDriver.cuLaunchKernel;
+import static jcuda.driver.JCudaDriver.cuMemAlloc;
+import static jcuda.driver.JCudaDriver.cuMemFree;
 
 import jcuda.Pointer;
+import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUstream;
 
 /**
- * The training kernels of {@code training.cuh}: the TF32 tensor-core GEMM with its epilogues
- * (the three products of a dense layer), column sums for bias gradients, softmax cross-entropy
+ * The training kernels of {@code training.cuh}: the TF32 tensor-core GEMMs with their epilogues
+ * (the three products of a dense layer; {@link #gemm} picks the tile shape and split-K), column sums for bias gradients, softmax cross-entropy
  * with its gradient, the fused SGD-with-momentum update and the gather of a batch from a
  * resident uint8 data set. Matrices are row-major f32 at device addresses ({@link
  * DevicePointers}); argument arrays are prepared once, so a launch allocates nothing; one
  * instance per rank thread.
  */
-public final class TrainingKernels {
-  /** Output tile of one GEMM block (BM = BN in training.cuh). */
+public final class TrainingKernels implements AutoCloseable {
+  /** Output tile of the small GEMM blocks (Small in training.cuh). */
   public static final int TILE = 64;
-  private static final int GEMM_THREADS = 128;
+  /** Output tile of the large GEMM blocks (Big in training.cuh). */
+  public static final int BIG_TILE = 128;
+  private static final int SMALL_THREADS = 128;
+  private static final int BIG_THREADS = 256;
+  /** K per small-kernel slice: a split takes at least four. */
+  private static final int SMALL_BK = 32;
+  private static final int MAX_SPLITS = 16;
+  /** Split-K partial sums: 4 Mi floats, allocated on the first split GEMM. */
+  private static final long WORKSPACE_FLOATS = 4L << 20;
   /** Threads of the one block of softmax_xent (its shared arrays hold 256). */
   private static final int XENT_THREADS = 256;
   private static final int THREADS = 256;
 
-  private final CUfunction gemm;
+  private final CUfunction[] big = new CUfunction[4];
+  private final CUfunction[] small = new CUfunction[4];
+  private final CUfunction splitFinish;
+  private final int sms;
+  private CUdeviceptr workspace;
   private final CUfunction colSum;
   private final CUfunction xent;
   private final CUfunction sgd;
   private final CUfunction gather;
   private final int maxBlocks;
 
-  // gemm_tf32(A, B, C, M, N, K, lda, ldb, ldc, transA, transB, bias, mask, ldmask, relu)
+  // gemm_*(A, B, C, M, N, K, lda, ldb, ldc, bias, mask, ldmask, relu, W, splits, vecA, vecB)
   private final long[] gA = new long[1];
   private final long[] gB = new long[1];
   private final long[] gC = new long[1];
@@ -39,16 +54,23 @@ public final class TrainingKernels {
   private final int[] gLda = new int[1];
   private final int[] gLdb = new int[1];
   private final int[] gLdc = new int[1];
-  private final int[] gTa = new int[1];
-  private final int[] gTb = new int[1];
   private final long[] gBias = new long[1];
   private final long[] gMask = new long[1];
   private final int[] gLdMask = new int[1];
   private final int[] gRelu = new int[1];
+  private final long[] gW = new long[1];
+  private final int[] gSplits = new int[1];
+  private final int[] gVecA = new int[1];
+  private final int[] gVecB = new int[1];
   private final Pointer gemmArgs = Pointer.to(Pointer.to(gA), Pointer.to(gB), Pointer.to(gC),
       Pointer.to(gM), Pointer.to(gN), Pointer.to(gK), Pointer.to(gLda), Pointer.to(gLdb),
-      Pointer.to(gLdc), Pointer.to(gTa), Pointer.to(gTb), Pointer.to(gBias), Pointer.to(gMask),
-      Pointer.to(gLdMask), Pointer.to(gRelu));
+      Pointer.to(gLdc), Pointer.to(gBias), Pointer.to(gMask), Pointer.to(gLdMask),
+      Pointer.to(gRelu), Pointer.to(gW), Pointer.to(gSplits), Pointer.to(gVecA),
+      Pointer.to(gVecB));
+  // gemm_splitk_finish(W, splits, M, N, C, ldc, bias, mask, ldmask, relu)
+  private final Pointer finishArgs = Pointer.to(Pointer.to(gW), Pointer.to(gSplits),
+      Pointer.to(gM), Pointer.to(gN), Pointer.to(gC), Pointer.to(gLdc), Pointer.to(gBias),
+      Pointer.to(gMask), Pointer.to(gLdMask), Pointer.to(gRelu));
   // col_sum(X, m, n, ld, out)
   private final long[] cX = new long[1];
   private final int[] cM = new int[1];
@@ -94,7 +116,13 @@ public final class TrainingKernels {
       Pointer.to(bPixels), Pointer.to(bX), Pointer.to(bLabels));
 
   public TrainingKernels(CudaModule module) {
-    gemm = module.function("gemm_tf32");
+    String[] layouts = {"nn", "tn", "nt", "tt"}; // index: transA + 2 transB
+    for (int l = 0; l < 4; l++) {
+      big[l] = module.function("gemm_big_" + layouts[l]);
+      small[l] = module.function("gemm_small_" + layouts[l]);
+    }
+    splitFinish = module.function("gemm_splitk_finish");
+    sms = module.smCount();
     colSum = module.function("col_sum");
     xent = module.function("softmax_xent");
     sgd = module.function("sgd_momentum");
@@ -102,9 +130,31 @@ public final class TrainingKernels {
     maxBlocks = module.smCount() * 4;
   }
 
-  /** Blocks of the GEMM grid along one dimension of {@code extent} rows or columns. */
+  /** Blocks of the small GEMM grid along one dimension of {@code extent} rows or columns. */
   public static int tiles(int extent) {
     return (extent + TILE - 1) / TILE;
+  }
+
+  /**
+   * How a GEMM of {@code m x n} outputs over {@code k} runs on {@code sms} multiprocessors: the
+   * 128 x 128 tiles when they alone give three quarters of a wave of blocks, else the 64 x 64
+   * tiles with K split so that about two blocks run per multiprocessor (each split at least four
+   * 32-deep slices, at most 16 splits, the partial sums within the workspace). A split costs a
+   * second launch, which a GEMM with K < 256 does not earn back: measured on the H200, the
+   * default model's K = 128 products ran 20% slower split in two.
+   *
+   * @return {splits, 1 for big tiles else 0}
+   */
+  public static int[] shape(int m, int n, int k, int sms) {
+    long bigTiles = (long) ((m + BIG_TILE - 1) / BIG_TILE) * ((n + BIG_TILE - 1) / BIG_TILE);
+    if (bigTiles * 4 >= 3L * sms) {
+      return new int[] {1, 1};
+    }
+    long smallTiles = (long) tiles(m) * tiles(n);
+    long slices = (k + SMALL_BK - 1) / SMALL_BK;
+    long splits = Math.min(Math.min(2L * sms / smallTiles, MAX_SPLITS), slices / 4);
+    splits = Math.min(splits, WORKSPACE_FLOATS / ((long) m * n));
+    return new int[] {(int) Math.max(1, splits), 0};
   }
 
   /**
@@ -122,6 +172,13 @@ public final class TrainingKernels {
     if (m == 0 || n == 0) {
       return;
     }
+    int[] how = shape(m, n, k, sms);
+    int splits = how[0];
+    if (splits > 1 && workspace == null) {
+      CUdeviceptr w = new CUdeviceptr();
+      cuMemAlloc(w, 4 * WORKSPACE_FLOATS);
+      workspace = w;
+    }
     gA[0] = a;
     gB[0] = b;
     gC[0] = c;
@@ -131,13 +188,37 @@ public final class TrainingKernels {
     gLda[0] = lda;
     gLdb[0] = ldb;
     gLdc[0] = ldc;
-    gTa[0] = transA ? 1 : 0;
-    gTb[0] = transB ? 1 : 0;
     gBias[0] = bias;
     gMask[0] = mask;
     gLdMask[0] = ldmask;
     gRelu[0] = relu ? 1 : 0;
-    cuLaunchKernel(gemm, tiles(n), tiles(m), 1, GEMM_THREADS, 1, 1, 0, stream, gemmArgs, null);
+    gW[0] = splits > 1 ? DevicePointers.address(workspace) : 0;
+    gSplits[0] = splits;
+    // 16-byte copies need 16-byte aligned rows: the base and the leading dimension
+    gVecA[0] = (a & 15) == 0 && (lda & 3) == 0 ? 1 : 0;
+    gVecB[0] = (b & 15) == 0 && (ldb & 3) == 0 ? 1 : 0;
+    int layout = (transA ? 1 : 0) + (transB ? 2 : 0);
+    if (how[1] == 1) {
+      cuLaunchKernel(big[layout], (n + BIG_TILE - 1) / BIG_TILE, (m + BIG_TILE - 1) / BIG_TILE,
+          1, BIG_THREADS, 1, 1, 0, stream, gemmArgs, null);
+      return;
+    }
+    cuLaunchKernel(small[layout], tiles(n), tiles(m), splits, SMALL_THREADS, 1, 1, 0, stream,
+        gemmArgs, null);
+    if (splits > 1) {
+      long total = (long) m * n;
+      int blocks = (int) Math.max(1, Math.min(maxBlocks, (total + THREADS - 1) / THREADS));
+      cuLaunchKernel(splitFinish, blocks, 1, 1, THREADS, 1, 1, 0, stream, finishArgs, null);
+    }
+  }
+
+  /** Frees the split-K workspace (the kernels belong to the module). */
+  @Override
+  public void close() {
+    if (workspace != null) {
+      cuMemFree(workspace);
+      workspace = null;
+    }
   }
 
   /** Enqueues {@code out[j] = sum_i X[i*ld + j]} for {@code j < n} (a bias gradient). */

@@ -1,5 +1,6 @@
 package io.treeline.kernels;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -47,5 +48,27 @@ class GemmShapesTest {
     assertEquals(2, TrainingKernels.tiles(65));
     assertEquals(13, TrainingKernels.tiles(784));
     assertEquals(2.0 * 128 * 256 * 784, GemmShapes.flops(128, 256, 784));
+  }
+
+  @Test
+  void largeOutputsTakeTheBigTilesAndSmallOnesSplitK() {
+    int sms = 132; // an H200
+    // the 20M model and square products: a wave of 128 x 128 tiles
+    assertArrayEquals(new int[] {1, 1}, TrainingKernels.shape(4096, 4096, 4096, sms));
+    assertArrayEquals(new int[] {1, 1}, TrainingKernels.shape(512, 4096, 4096, sms));
+    // the default model's first layer: 8 small tiles, K = 784 (25 slices) split 6 ways
+    assertArrayEquals(new int[] {6, 0}, TrainingKernels.shape(128, 256, 784, sms));
+    // its K = 128 products are not split: a second launch costs more than it saves
+    assertArrayEquals(new int[] {1, 0}, TrainingKernels.shape(784, 256, 128, sms));
+    // at most 16 splits, each at least four slices of 32
+    assertArrayEquals(new int[] {16, 0}, TrainingKernels.shape(130, 70, 3001, sms));
+    assertArrayEquals(new int[] {1, 0}, TrainingKernels.shape(128, 10, 63, sms));
+    assertArrayEquals(new int[] {1, 0}, TrainingKernels.shape(5, 3, 0, sms));
+    // enough small tiles for two waves: no split
+    assertArrayEquals(new int[] {1, 0}, TrainingKernels.shape(1024, 1280, 64, sms));
+    // the partial sums fit the 4 Mi-float workspace
+    int[] wide = TrainingKernels.shape(64, 65536, 100_000, 4096);
+    assertEquals(0, wide[1]);
+    assertTrue((long) wide[0] * 64 * 65536 <= 4L << 20, "splits " + wide[0]);
   }
 }

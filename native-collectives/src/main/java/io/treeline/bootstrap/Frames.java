@@ -35,7 +35,8 @@ public final class Frames {
     int type = in.readInt();
     int len = in.readInt();
     if (len < 0 || len > maxBytes) {
-      throw new IOException("refused a frame of " + len + " bytes (limit " + maxBytes + ")");
+      throw new java.net.ProtocolException("refused a frame of " + len + " bytes (limit "
+          + maxBytes + ")");
     }
     byte[] p = new byte[len];
     in.readFully(p);

@@ -17,31 +17,54 @@ import javax.crypto.spec.SecretKeySpec;
  * crosses the wire.
  */
 public final class Handshake {
-  private static final int NONCE = 32;
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private Handshake() {
   }
 
-  /** Acceptor side: returns the connector's proven rank, or throws. */
-  public static int accept(DataInputStream in, DataOutputStream out, byte[] secret,
-      String purpose) throws IOException {
+  /** Bytes of the acceptor's challenge. */
+  public static final int NONCE = 32;
+  /** Bytes of the connector's answer: its rank, then the HMAC. */
+  public static final int ANSWER = 4 + 32;
+  /** Bytes of the acceptor's verdict (1: admitted, 0: refused). */
+  public static final int VERDICT = 4;
+  /**
+   * How long an acceptor gives a connection to prove the secret. Ranks of a job answer in
+   * milliseconds; a stranger that connects and says nothing is dropped at this deadline, so it
+   * holds a slot of the acceptor ({@link SecureAcceptor}) for no longer.
+   */
+  public static final java.time.Duration DEADLINE = java.time.Duration.ofSeconds(5);
+
+  /** A fresh random challenge. */
+  public static byte[] nonce() {
     byte[] nonce = new byte[NONCE];
     RANDOM.nextBytes(nonce);
-    out.write(nonce);
-    out.flush();
-    int rank = in.readInt();
+    return nonce;
+  }
+
+  /**
+   * The rank an {@link #ANSWER} to {@code nonce} proves, or -1 when it does not prove the
+   * secret. Constant time in the proof.
+   */
+  public static int verify(byte[] secret, String purpose, byte[] nonce,
+      java.nio.ByteBuffer answer) {
+    int rank = answer.getInt(0);
     byte[] proof = new byte[32];
-    in.readFully(proof);
-    if (!MessageDigest.isEqual(proof, mac(secret, purpose, nonce, rank))) {
-      out.writeInt(0);
-      out.flush();
-      throw new IOException("connection claiming rank " + rank + " did not prove the job secret"
-          + " (" + purpose + "); refused");
-    }
-    out.writeInt(1);
-    out.flush();
-    return rank;
+    answer.get(4, proof);
+    return MessageDigest.isEqual(proof, mac(secret, purpose, nonce, rank)) ? rank : -1;
+  }
+
+  /** The connector's {@link #ANSWER} to {@code nonce}: its rank and the proof, ready to write. */
+  public static java.nio.ByteBuffer answer(byte[] secret, String purpose, byte[] nonce,
+      int rank) {
+    return java.nio.ByteBuffer.allocate(ANSWER).putInt(rank).put(mac(secret, purpose, nonce,
+        rank)).flip();
+  }
+
+  /** The exception a connector throws when the acceptor's verdict is a refusal. */
+  public static IOException refusedBy(String purpose, int rank) {
+    return new IOException("the peer refused rank " + rank + "'s proof of the job secret ("
+        + purpose + "): the ranks were started with different secrets");
   }
 
   /** Connector side: proves the secret for {@code rank}, or throws if the acceptor refused. */
@@ -49,12 +72,10 @@ public final class Handshake {
       String purpose, int rank) throws IOException {
     byte[] nonce = new byte[NONCE];
     in.readFully(nonce);
-    out.writeInt(rank);
-    out.write(mac(secret, purpose, nonce, rank));
+    out.write(answer(secret, purpose, nonce, rank).array());
     out.flush();
     if (in.readInt() != 1) {
-      throw new IOException("the peer refused rank " + rank + "'s proof of the job secret ("
-          + purpose + "): the ranks were started with different secrets");
+      throw refusedBy(purpose, rank);
     }
   }
 

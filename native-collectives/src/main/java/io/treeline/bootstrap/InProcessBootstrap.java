@@ -9,7 +9,7 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * Ranks that are threads of one JVM: an all-gather through a shared array between two barrier
- * rounds. With in-process transports it runs the one {@code Communicator} over threads, for
+ * rounds. With in-process transports it runs the one {@code HostCommunicator} over threads, for
  * tests that need many ranks cheaply and for the thread mode of the benchmark. A rank that
  * {@link #close}s before the others arrive breaks the barrier, so they fail at once.
  */

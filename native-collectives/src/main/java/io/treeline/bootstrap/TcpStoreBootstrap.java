@@ -9,16 +9,14 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The rendezvous of plain processes, torchrun style: rank 0 hosts a small TCP store at
@@ -36,6 +34,8 @@ public final class TcpStoreBootstrap implements Bootstrap {
   private static final System.Logger LOG = System.getLogger("io.treeline.bootstrap");
   private static final String PURPOSE = "treeline-store";
   private static final int ALL_GATHER = 1;
+  private static final int ERROR = 2;
+  private static final long ANSWER_GRACE_MS = 2000;
 
   private final int rank;
   private final int size;
@@ -72,7 +72,7 @@ public final class TcpStoreBootstrap implements Bootstrap {
         server.close();
       }
       throw new BootstrapException("rank " + rank + ": cannot join the store at " + where
-          + " within " + timeout.toMillis() + " ms: " + e.getMessage(), e);
+          + " within " + timeout.toMillis() + " ms: " + BootstrapException.describe(e), e);
     }
   }
 
@@ -88,6 +88,7 @@ public final class TcpStoreBootstrap implements Bootstrap {
   }
 
   public static TcpStoreBootstrap fromEnv(Map<String, String> env, Duration timeout) {
+    LauncherWatch.start(); // a rank of ./treeline run never outlives its launcher
     String secret = env.get(SECRET);
     if (secret == null || secret.isEmpty()) {
       throw new BootstrapException(SECRET + " is not set: every rank of a job needs the same "
@@ -130,17 +131,29 @@ public final class TcpStoreBootstrap implements Bootstrap {
   public synchronized byte[][] allGather(byte[] mine, Duration timeout) {
     int r = ++round;
     try {
-      socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis())));
-      Frames.write(out, ALL_GATHER, mine);
+      // the store answers at the timeout, naming who is missing; the socket waits a little more
+      socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis())
+          + ANSWER_GRACE_MS));
+      byte[] request = ByteBuffer.allocate(8 + mine.length).putLong(timeout.toMillis())
+          .put(mine).array();
+      Frames.write(out, ALL_GATHER, request);
       Frames.Frame f = Frames.read(in, Frames.MAX_FRAME);
+      if (f.type() == ERROR) {
+        throw new BootstrapException("rank " + rank + ", all-gather #" + r + " through the "
+            + "store at " + where + " (timeout " + timeout.toMillis() + " ms): "
+            + new String(f.payload(), StandardCharsets.UTF_8));
+      }
       return decode(f.payload(), size);
     } catch (SocketTimeoutException e) {
       throw new BootstrapException("rank " + rank + ", all-gather #" + r + " through the store"
           + " at " + where + ": timed out after " + timeout.toMillis() + " ms waiting for the "
-          + "other ranks (one may have failed, or not been started)", e);
+          + "other ranks, and the store did not say who is missing (is rank 0, which hosts it,"
+          + " stopped?)", e);
     } catch (IOException e) {
       throw new BootstrapException("rank " + rank + ", all-gather #" + r + " through the store"
-          + " at " + where + ": " + e.getMessage(), e);
+          + " at " + where + " (timeout " + timeout.toMillis() + " ms): "
+          + (e instanceof java.io.EOFException ? "the store closed the connection: rank 0, "
+          + "which hosts it, exited or failed" : BootstrapException.describe(e)), e);
     }
   }
 
@@ -154,7 +167,7 @@ public final class TcpStoreBootstrap implements Bootstrap {
 
   /** Connections to the store refused for a wrong secret or a bad frame (rank 0 only). */
   public int refusedConnections() {
-    return server == null ? 0 : server.refused.get();
+    return server == null ? 0 : server.refused();
   }
 
   private static Socket connect(String host, int port, Duration timeout) throws IOException {
@@ -198,6 +211,9 @@ public final class TcpStoreBootstrap implements Bootstrap {
   }
 
   static byte[][] decode(byte[] payload, int size) throws IOException {
+    if (payload.length < 4) {
+      throw new IOException("malformed all-gather answer of " + payload.length + " bytes");
+    }
     ByteBuffer b = ByteBuffer.wrap(payload);
     int n = b.getInt();
     if (n != size) {
@@ -205,7 +221,7 @@ public final class TcpStoreBootstrap implements Bootstrap {
     }
     byte[][] out = new byte[n][];
     for (int i = 0; i < n; i++) {
-      int len = b.getInt();
+      int len = b.remaining() >= 4 ? b.getInt() : -1;
       if (len < 0 || len > b.remaining()) {
         throw new IOException("malformed all-gather answer");
       }
@@ -215,7 +231,7 @@ public final class TcpStoreBootstrap implements Bootstrap {
     return out;
   }
 
-  private static void closeQuietly(Socket s) {
+  private static void closeQuietly(java.io.Closeable s) {
     if (s != null) {
       try {
         s.close();
@@ -225,120 +241,244 @@ public final class TcpStoreBootstrap implements Bootstrap {
     }
   }
 
-  /** Rank 0's store: one thread per connected rank, rounds of all-gather. */
+  /**
+   * Rank 0's store. Connections prove the secret in a {@link SecureAcceptor} (non-blocking, with
+   * a deadline, a bounded number pending); each admitted rank gets one thread, so the store runs
+   * at most {@code size} + 2 threads and holds at most {@code size} sockets, and a rank's socket
+   * is closed as soon as it leaves. The store knows who is missing: a rank that leaves (its
+   * process died) fails the round at once for everyone, and a round that reaches its timeout is
+   * answered with the ranks that never came, so a set-up death names the rank.
+   */
   private static final class Server implements AutoCloseable {
-    private final ServerSocket listener;
     private final int size;
-    private final byte[] secret;
-    private final List<Socket> clients = new ArrayList<>();
+    private final SecureAcceptor acceptor;
+    private final java.util.concurrent.atomic.AtomicInteger protocolErrors =
+        new java.util.concurrent.atomic.AtomicInteger();
+    private final SocketChannel[] members;
     private final DataOutputStream[] outs;
+    private final boolean[] left;
     private final byte[][] parts;
-    private final AtomicInteger refused = new AtomicInteger();
-    private final Thread acceptor;
+    private final java.util.concurrent.ScheduledExecutorService timer;
+    private java.util.concurrent.ScheduledFuture<?> roundTimeout;
     private int arrived;
+    private int rounds;
+    private String failure;
     private volatile boolean closed;
 
     Server(String host, int port, int size, byte[] secret) {
       this.size = size;
-      this.secret = secret.clone();
+      this.members = new SocketChannel[size];
       this.outs = new DataOutputStream[size];
+      this.left = new boolean[size];
       this.parts = new byte[size][];
+      ServerSocketChannel listener = null;
       try {
-        listener = new ServerSocket();
-        listener.setReuseAddress(true);
+        listener = ServerSocketChannel.open();
+        listener.setOption(java.net.StandardSocketOptions.SO_REUSEADDR, true);
         listener.bind(new InetSocketAddress(InetAddress.getByName(host), port), 1024);
+        acceptor = new SecureAcceptor("store", listener, secret, PURPOSE, Handshake.DEADLINE,
+            64, this::admit);
       } catch (IOException e) {
+        closeQuietly(listener);
         throw new BootstrapException("rank 0: cannot host the store on " + host + ":" + port
-            + ": " + e.getMessage() + " (is the port taken? set " + MASTER_PORT + ")", e);
+            + ": " + BootstrapException.describe(e) + " (is the port taken? set " + MASTER_PORT
+            + ")", e);
       }
-      acceptor = new Thread(this::acceptLoop, "treeline-store-acceptor");
-      acceptor.setDaemon(true);
-      acceptor.start();
-    }
-
-    private void acceptLoop() {
-      while (!closed) {
-        Socket s;
-        try {
-          s = listener.accept();
-        } catch (IOException e) {
-          return; // closed
-        }
-        synchronized (this) {
-          clients.add(s);
-        }
-        Thread t = new Thread(() -> serve(s), "treeline-store-client");
+      timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "treeline-store-timer");
         t.setDaemon(true);
-        t.start();
-      }
+        return t;
+      });
     }
 
-    private void serve(Socket s) {
-      int peer = -1;
+    int refused() {
+      return acceptor.refused() + protocolErrors.get();
+    }
+
+    private synchronized void admit(int peer, SocketChannel ch) throws IOException {
+      if (peer < 0 || peer >= size) {
+        throw new IOException("rank " + peer + " is not a rank of a world of " + size);
+      }
+      if (members[peer] != null || left[peer]) {
+        throw new IOException("rank " + peer + " has joined the store already");
+      }
+      ch.configureBlocking(true);
+      members[peer] = ch;
+      outs[peer] = new DataOutputStream(new BufferedOutputStream(ch.socket().getOutputStream()));
+      DataInputStream in = new DataInputStream(new BufferedInputStream(
+          ch.socket().getInputStream()));
+      Thread t = new Thread(() -> serve(peer, in), "treeline-store-rank-" + peer);
+      t.setDaemon(true);
+      t.start();
+    }
+
+    private void serve(int peer, DataInputStream in) {
       try {
-        s.setTcpNoDelay(true);
-        s.setSoTimeout(60_000); // the handshake is quick; after it, rounds may wait long
-        DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
-        DataOutputStream out = new DataOutputStream(new BufferedOutputStream(
-            s.getOutputStream()));
-        peer = Handshake.accept(in, out, secret, PURPOSE);
-        if (peer < 0 || peer >= size) {
-          throw new IOException("rank " + peer + " is not a rank of a world of " + size);
-        }
-        s.setSoTimeout(0);
-        synchronized (this) {
-          outs[peer] = out;
-        }
         while (!closed) {
           Frames.Frame f = Frames.read(in, Frames.MAX_FRAME);
-          if (f.type() != ALL_GATHER) {
-            throw new IOException("unknown store request " + f.type());
+          if (f.type() != ALL_GATHER || f.payload().length < 8) {
+            throw new java.net.ProtocolException("unknown store request " + f.type());
           }
-          contribute(peer, f.payload());
+          ByteBuffer b = ByteBuffer.wrap(f.payload());
+          long timeoutMs = b.getLong();
+          contribute(peer, java.util.Arrays.copyOfRange(f.payload(), 8, f.payload().length),
+              timeoutMs);
         }
       } catch (IOException e) {
-        if (!closed) {
-          if (peer < 0 || e.getMessage() != null && e.getMessage().startsWith("refused")) {
-            refused.incrementAndGet();
-            LOG.log(System.Logger.Level.WARNING, "treeline store refused a connection from "
-                + s.getRemoteSocketAddress() + ": " + e.getMessage());
-          }
+        if (e instanceof java.net.ProtocolException) {
+          protocolErrors.incrementAndGet();
+          LOG.log(System.Logger.Level.WARNING, "treeline store: rank " + peer + " sent a bad "
+              + "frame: " + e.getMessage());
         }
-        closeQuietly(s);
+        leave(peer, e);
       }
     }
 
-    private synchronized void contribute(int peer, byte[] payload) throws IOException {
-      if (parts[peer] != null) {
-        throw new IOException("rank " + peer + " sent twice in one all-gather round");
-      }
-      parts[peer] = payload;
-      if (++arrived < size) {
+    private synchronized void contribute(int peer, byte[] payload, long timeoutMs) {
+      if (failure != null) {
+        answer(peer, ERROR, failure.getBytes(StandardCharsets.UTF_8));
         return;
       }
+      if (parts[peer] != null) {
+        fail("rank " + peer + " sent twice in all-gather #" + (rounds + 1));
+        return;
+      }
+      parts[peer] = payload;
+      if (arrived++ == 0) {
+        int round = rounds + 1;
+        roundTimeout = timer.schedule(() -> timedOut(round, timeoutMs), Math.max(1, timeoutMs),
+            java.util.concurrent.TimeUnit.MILLISECONDS);
+      }
+      if (arrived < size) {
+        return;
+      }
+      roundTimeout.cancel(false);
       byte[] answer = encode(parts);
       for (int r = 0; r < size; r++) {
-        try {
-          Frames.write(outs[r], ALL_GATHER, answer);
-        } catch (IOException e) {
-          LOG.log(System.Logger.Level.WARNING, "treeline store: cannot answer rank " + r + ": "
-              + e.getMessage());
-        }
+        answer(r, ALL_GATHER, answer);
         parts[r] = null;
+      }
+      arrived = 0;
+      rounds++;
+    }
+
+    private synchronized void timedOut(int round, long timeoutMs) {
+      if (round == rounds + 1 && arrived > 0 && failure == null) {
+        fail("all-gather #" + round + " timed out after " + timeoutMs + " ms at the store: "
+            + missing());
+      }
+    }
+
+    /** A rank's connection ended: its process died, or it closed its bootstrap. */
+    private synchronized void leave(int peer, IOException e) {
+      left[peer] = true;
+      closeQuietly(members[peer]);
+      members[peer] = null;
+      outs[peer] = null;
+      if (closed || failure != null) {
+        return;
+      }
+      String how = e instanceof java.io.EOFException ? "its process exited or closed its "
+          + "bootstrap" : BootstrapException.describe(e);
+      if (arrived == 0) {
+        // between rounds: the end of a job, unless someone asks for another round
+        failure = "rank " + peer + " left the store (" + how + ") after all-gather #" + rounds;
+      } else {
+        fail("rank " + peer + " left the store (" + how + ") during all-gather #"
+            + (rounds + 1) + "; " + missing());
+      }
+    }
+
+    /** Every later round fails too: a rank is gone for good. */
+    private void fail(String why) {
+      failure = why;
+      LOG.log(System.Logger.Level.WARNING, "treeline store: " + why);
+      byte[] text = why.getBytes(StandardCharsets.UTF_8);
+      for (int r = 0; r < size; r++) {
+        if (parts[r] != null) {
+          answer(r, ERROR, text);
+          parts[r] = null;
+        }
       }
       arrived = 0;
     }
 
+    private String missing() {
+      StringBuilder never = new StringBuilder();
+      StringBuilder absent = new StringBuilder();
+      StringBuilder gone = new StringBuilder();
+      for (int r = 0; r < size; r++) {
+        if (parts[r] != null) {
+          continue;
+        }
+        StringBuilder b = left[r] ? gone : members[r] == null ? never : absent;
+        b.append(b.length() > 0 ? ", " : "").append(r);
+      }
+      StringBuilder out = new StringBuilder("missing from this round:");
+      if (gone.length() > 0) {
+        out.append(" rank ").append(gone).append(" (gone: exited or killed)");
+      }
+      if (never.length() > 0) {
+        out.append(gone.length() > 0 ? ";" : "").append(" rank ").append(never)
+            .append(" (never connected: not started, or died before it joined)");
+      }
+      if (absent.length() > 0) {
+        out.append(gone.length() + never.length() > 0 ? ";" : "").append(" rank ")
+            .append(absent).append(" (connected, not yet here: slow, stopped or making another "
+            + "call)");
+      }
+      return out.toString();
+    }
+
+    private void answer(int r, int type, byte[] payload) {
+      DataOutputStream o = outs[r];
+      if (o == null) {
+        return;
+      }
+      try {
+        Frames.write(o, type, payload);
+      } catch (IOException e) {
+        LOG.log(System.Logger.Level.WARNING, "treeline store: cannot answer rank " + r + ": "
+            + BootstrapException.describe(e));
+      }
+    }
+
+    /**
+     * Stops the store. When a round has failed, every rank still connected is told why first
+     * (rank 0 may close its store because of another rank's failure: the others should hear
+     * that cause, not just that the store went away), and has a moment to read it.
+     */
     @Override
     public void close() {
-      closed = true;
-      try {
-        listener.close();
-      } catch (IOException e) {
-        // closing anyway
+      boolean told = false;
+      synchronized (this) {
+        closed = true;
+        if (failure != null) {
+          byte[] text = failure.getBytes(StandardCharsets.UTF_8);
+          for (int r = 0; r < size; r++) {
+            if (members[r] != null && parts[r] == null) {
+              answer(r, ERROR, text);
+              try {
+                members[r].shutdownOutput();
+                told = true;
+              } catch (IOException e) {
+                // gone already
+              }
+            }
+          }
+        }
+      }
+      acceptor.close();
+      timer.shutdownNow();
+      if (told) {
+        try {
+          Thread.sleep(100); // their requests in flight are read, so no reset discards it
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
       }
       synchronized (this) {
-        for (Socket s : clients) {
+        for (SocketChannel s : members) {
           closeQuietly(s);
         }
       }

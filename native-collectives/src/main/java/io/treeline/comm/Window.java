@@ -5,8 +5,8 @@ import java.nio.ByteOrder;
 
 /**
  * A region of this rank's registered memory (the shared segment's INPUT and OUTPUT, at the same
- * offset in both), reserved with {@link Communicator#reserveWindow}: the caller writes its data
- * into {@link #input()}, {@link Communicator#allReduceAsync(Window, long,
+ * offset in both), reserved with {@link HostCommunicator#reserveWindow}: the caller writes its data
+ * into {@link #input()}, {@link HostCommunicator#allReduceAsync(Window, long,
  * io.treeline.core.DataType, io.treeline.core.ReduceOp)} reduces it in place, and the result is
  * read from {@link #output()}, with no copy into or out of the segment. Windows are reserved
  * from the top of the segment down; ordinary calls use the rest.
@@ -23,13 +23,13 @@ import java.nio.ByteOrder;
  * the window is in flight, nor read {@link #output()} before it completed.
  */
 public final class Window {
-  private final Communicator owner;
+  private final HostCommunicator owner;
   private final long base;
   private final long bytes;
   private final ByteBuffer input;
   private final ByteBuffer output;
 
-  Window(Communicator owner, long base, long bytes, ByteBuffer ownInput, ByteBuffer ownOutput) {
+  Window(HostCommunicator owner, long base, long bytes, ByteBuffer ownInput, ByteBuffer ownOutput) {
     this.owner = owner;
     this.base = base;
     this.bytes = bytes;
@@ -56,7 +56,7 @@ public final class Window {
     return base;
   }
 
-  Communicator owner() {
+  HostCommunicator owner() {
     return owner;
   }
 }

@@ -50,9 +50,9 @@ public final class TreelineConf {
       .createWithDefault(25L << 20);
 
   public static final ConfEntry<Long> SEGMENT_BYTES = conf("spark.treeline.segmentBytes")
-      .doc("Bytes of each of a rank's two shared-memory buffers. Allreduces and broadcasts "
-          + "larger than this run in windows of this size; reduce-scatter and all-gather must "
-          + "fit.")
+      .doc("Bytes of each of a rank's two shared-memory buffers. Collectives larger than this "
+          + "run in windows: allreduces and broadcasts in pieces of this size, reduce-scatters "
+          + "and all-gathers in a piece of every rank's slice at a time.")
       .bytesConf().check(b -> b >= 4096 && b % 64 == 0, "must be a multiple of 64, at least "
           + "4 KiB")
       .createWithDefault(32L << 20);
@@ -92,7 +92,7 @@ public final class TreelineConf {
           + "memory; the device-to-host copy of one chunk overlaps the network transfer of the "
           + "one before and the host-to-device copy of the one before that.")
       .bytesConf().check(b -> b >= 4096, "must be at least 4 KiB")
-      .createWithDefault(4L << 20);
+      .createWithDefault(io.treeline.plan.StagedHierarchical.DEFAULT_STAGE_CHUNK_BYTES);
 
   public static final ConfEntry<Integer> TEST_RANKS_PER_NODE =
       conf("spark.treeline.test.ranksPerNode")
@@ -102,6 +102,12 @@ public final class TreelineConf {
       .intConf().check(n -> n >= 0, "must be 0 or positive").internal()
       .createWithDefault(0);
 
+  /**
+   * Where the jar carries docs/configuration.md (the build copies it there), so that a message
+   * can point a user holding only the jar at it.
+   */
+  public static final String DOC_RESOURCE = "META-INF/treeline/configuration.md";
+
   private final Map<String, String> settings;
 
   /** Reads and validates every {@code spark.treeline.*} key of {@code settings}. */
@@ -109,7 +115,8 @@ public final class TreelineConf {
     for (String k : settings.keySet()) {
       if (k.startsWith(PREFIX) && ENTRIES.stream().noneMatch(e -> e.key().equals(k))) {
         throw new IllegalArgumentException("unknown configuration key " + k + closest(k)
-            + "; docs/configuration.md lists every key");
+            + "; the keys are " + publicKeys() + " (the jar's " + DOC_RESOURCE
+            + " documents each)");
       }
     }
     this.settings = Map.copyOf(settings);
@@ -121,6 +128,17 @@ public final class TreelineConf {
   public <T> T get(ConfEntry<T> e) {
     String raw = settings.get(e.key());
     return raw == null ? e.defaultValue() : e.parse(raw);
+  }
+
+  /** The keys a user sets, comma-separated, for messages. */
+  static String publicKeys() {
+    StringBuilder b = new StringBuilder();
+    for (ConfEntry<?> e : ENTRIES) {
+      if (!e.internal()) {
+        b.append(b.length() == 0 ? "" : ", ").append(e.key());
+      }
+    }
+    return b.toString();
   }
 
   public static List<ConfEntry<?>> entries() {

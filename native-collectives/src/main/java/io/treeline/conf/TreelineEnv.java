@@ -29,6 +29,9 @@ public enum TreelineEnv {
   GPU_ADDRESSES("TREELINE_GPU_ADDRESSES", "What the GPU discovery script "
       + "(`bin/getGpusResources.sh`) reports as Spark's GPU addresses: `index` (nvidia-smi's, "
       + "the default) or `uuid`.", "you, in the executor's environment"),
+  LAUNCHER_PID("TREELINE_LAUNCHER_PID", "The process id of the launcher that started this "
+      + "rank: the rank exits when that process is gone (the launcher was killed), so that no "
+      + "rank outlives its job.", "`./treeline run` (`ProcessLauncher`)"),
   JAVA_OPTS("TREELINE_JAVA_OPTS", "Extra JVM options for the `./treeline` launcher.", "you");
 
   private final String key;

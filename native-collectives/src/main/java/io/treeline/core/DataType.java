@@ -9,12 +9,19 @@ import java.util.Locale;
  * Integer types wrap in their own width (two's complement; {@link #U8} unsigned).
  */
 public enum DataType {
+  /** IEEE 754 binary32 ({@code float}). */
   F32(4, "float32", true),
+  /** IEEE 754 binary64 ({@code double}). */
   F64(8, "float64", true),
+  /** IEEE 754 binary16 (half precision), carried as {@code short} bits. */
   F16(2, "float16", true),
+  /** bfloat16 (the top half of a binary32), carried as {@code short} bits. */
   BF16(2, "bfloat16", true),
+  /** Signed 32-bit integers ({@code int}). */
   I32(4, "int32", false),
+  /** Signed 64-bit integers ({@code long}). */
   I64(8, "int64", false),
+  /** Unsigned 8-bit integers (a {@code byte} read as 0..255). */
   U8(1, "uint8", false);
 
   private final int size;
@@ -27,16 +34,29 @@ public enum DataType {
     this.floating = floating;
   }
 
-  /** Bytes per element. */
+  /**
+   * Bytes per element.
+   *
+   * @return 1, 2, 4 or 8
+   */
   public int size() {
     return size;
   }
 
-  /** The name nccl-tests and PyTorch use ("float32", "bfloat16", ...). */
+  /**
+   * The name nccl-tests and PyTorch use.
+   *
+   * @return "float32", "bfloat16", ...
+   */
   public String longName() {
     return longName;
   }
 
+  /**
+   * Whether this is a floating-point type.
+   *
+   * @return true for f32, f64, f16 and bf16
+   */
   public boolean isFloating() {
     return floating;
   }
@@ -45,6 +65,10 @@ public enum DataType {
    * Writes {@code v}, converted to this type (half types round to nearest even, integers
    * truncate and wrap), as element {@code index} of {@code b} (absolute, {@code b}'s order).
    * For tools and tests; the reducers work on whole blocks instead.
+   *
+   * @param b the buffer
+   * @param index the element's index (not its byte offset)
+   * @param v the value
    */
   public void put(ByteBuffer b, int index, double v) {
     int at = index * size;
@@ -60,7 +84,13 @@ public enum DataType {
     }
   }
 
-  /** Element {@code index} of {@code b} as a double (u8 unsigned; i64 exact up to 2^53). */
+  /**
+   * Element {@code index} of {@code b} as a double (u8 unsigned; i64 exact up to 2^53).
+   *
+   * @param b the buffer (absolute, in its byte order)
+   * @param index the element's index (not its byte offset)
+   * @return the value
+   */
   public double get(ByteBuffer b, int index) {
     int at = index * size;
     return switch (this) {
@@ -74,7 +104,14 @@ public enum DataType {
     };
   }
 
-  /** Accepts "f32", "float32", "F32", "bf16", "bfloat16", ... */
+  /**
+   * The type a name means: {@code f32}, {@code float32}, {@code F32}, {@code float},
+   * {@code bf16}, {@code bfloat16}, ... (any case).
+   *
+   * @param s the name
+   * @return the type
+   * @throws IllegalArgumentException naming the valid names when {@code s} is none
+   */
   public static DataType parse(String s) {
     String k = s.trim().toLowerCase(Locale.ROOT);
     for (DataType t : values()) {

@@ -16,12 +16,22 @@ public final class HalfFloats {
   private HalfFloats() {
   }
 
-  /** binary16 bits to float; exact. */
+  /**
+   * binary16 bits to float; exact.
+   *
+   * @param h the half's bits
+   * @return its value
+   */
   public static float halfToFloat(short h) {
     return HALF_TO_FLOAT[h & 0xFFFF];
   }
 
-  /** float to binary16 bits, round to nearest even; overflow goes to infinity, NaN stays NaN. */
+  /**
+   * float to binary16 bits, round to nearest even; overflow goes to infinity, NaN stays NaN.
+   *
+   * @param f the value
+   * @return the nearest half's bits
+   */
   public static short floatToHalf(float f) {
     int bits = Float.floatToRawIntBits(f);
     int sign = (bits >>> 16) & 0x8000;
@@ -58,12 +68,22 @@ public final class HalfFloats {
     return (short) (sign | trunc);
   }
 
-  /** bfloat16 bits to float; exact. */
+  /**
+   * bfloat16 bits to float; exact.
+   *
+   * @param b the bfloat16's bits
+   * @return its value
+   */
   public static float bf16ToFloat(short b) {
     return Float.intBitsToFloat((b & 0xFFFF) << 16);
   }
 
-  /** float to bfloat16 bits, round to nearest even; NaN stays NaN (quiet). */
+  /**
+   * float to bfloat16 bits, round to nearest even; NaN stays NaN (quiet).
+   *
+   * @param f the value
+   * @return the nearest bfloat16's bits
+   */
   public static short floatToBf16(float f) {
     int bits = Float.floatToRawIntBits(f);
     if ((bits & 0x7FFF_FFFF) > 0x7F80_0000) {

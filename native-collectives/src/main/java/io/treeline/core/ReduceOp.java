@@ -8,8 +8,25 @@ import java.util.Locale;
  * toward zero (unsigned for u8) after the sum has wrapped in the type's width, as NCCL does.
  */
 public enum ReduceOp {
-  SUM, PROD, MIN, MAX, AVG;
+  /** The sum. */
+  SUM,
+  /** The product. */
+  PROD,
+  /** The minimum. */
+  MIN,
+  /** The maximum. */
+  MAX,
+  /** The sum divided by the number of ranks (truncating for integer types). */
+  AVG;
 
+  /**
+   * The operator a name means ({@code sum}, {@code prod}, {@code min}, {@code max},
+   * {@code avg}; any case).
+   *
+   * @param s the name
+   * @return the operator
+   * @throws IllegalArgumentException naming the valid names when {@code s} is none
+   */
   public static ReduceOp parse(String s) {
     try {
       return valueOf(s.trim().toUpperCase(Locale.ROOT));
@@ -19,6 +36,11 @@ public enum ReduceOp {
     }
   }
 
+  /**
+   * The lower-case name, as {@link #parse} reads it.
+   *
+   * @return "sum", "prod", "min", "max" or "avg"
+   */
   public String shortName() {
     return name().toLowerCase(Locale.ROOT);
   }

@@ -61,6 +61,14 @@ public interface LocalPeerMemory extends AutoCloseable {
    */
   void abort(String reason);
 
+  /**
+   * Tell the local peers that this rank leaves in order after its last call: a peer that waits
+   * on it in a later call fails at once, one that finishes an earlier call does not.
+   */
+  default void leave(String reason) {
+    abort(reason);
+  }
+
   /** Unmaps every peer's memory and releases this rank's; safe after a failure and twice. */
   @Override
   void close();

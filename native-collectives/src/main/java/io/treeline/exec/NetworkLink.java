@@ -36,6 +36,22 @@ public interface NetworkLink extends AutoCloseable {
   /** Tell every peer this rank has a connection to that it failed. */
   void abort(String reason);
 
+  /**
+   * Tell every peer that this rank leaves in order after its last call (its communicator
+   * closed), so that a peer waiting for a later call from it fails at once.
+   */
+  default void leave(String reason) {
+    abort(reason);
+  }
+
+  /**
+   * The group's hang report for a collective that timed out: every rank's call, phase and the
+   * peer it waits on, gathered within {@code budget}; null when this link cannot ask.
+   */
+  default String describeWaits(java.time.Duration budget) {
+    return null;
+  }
+
   /** Connections refused at this rank for a wrong secret or a bad frame. */
   default int refusedConnections() {
     return 0;

@@ -34,6 +34,9 @@ public final class PlanRunner {
   private final Reducer reducer;
   private final ByteBuffer[] peerBufs;
   private final long[] peerOffsets;
+  private final PeerWatch watch;
+  private final java.util.IdentityHashMap<Plan, String[]> phases =
+      new java.util.IdentityHashMap<>();
 
   /**
    * @param rank this rank in plan numbering (node-major)
@@ -41,6 +44,17 @@ public final class PlanRunner {
    */
   public PlanRunner(HostPeerMemory memory, NetworkLink network, int rank, int maxLocalRanks,
       Reducer reducer) {
+    this(memory, network, rank, maxLocalRanks, reducer, null);
+  }
+
+  /**
+   * @param watch the rank's view of its group (null: none): told which call this rank is in,
+   *     so that a hang report can say, and asked at the start of each call whether the group
+   *     is still whole
+   */
+  public PlanRunner(HostPeerMemory memory, NetworkLink network, int rank, int maxLocalRanks,
+      Reducer reducer, PeerWatch watch) {
+    this.watch = watch;
     this.memory = memory;
     this.network = network;
     this.rank = rank;
@@ -63,8 +77,11 @@ public final class PlanRunner {
     int divisor = plan.size();
     long deadline = System.nanoTime() + timeout.toNanos();
     long flagBase = sequence * PHASES;
-    String phase = plan.algorithm();
+    String[] phase = phases(plan);
     CallDescriptor call = CallDescriptor.of(plan, op);
+    if (watch != null) {
+      watch.beginCall(sequence, plan.algorithm());
+    }
     memory.beginCall(sequence, call);
     network.beginCall(sequence, call);
     ByteBuffer input = memory.buffer(rank, Buf.INPUT);
@@ -73,24 +90,29 @@ public final class PlanRunner {
       Step s = steps.get(i);
       long off = base + s.offset() * es;
       long bytes = s.count() * es;
+      if (FaultInjection.ON) { // the fault suite's hook; a constant false otherwise
+        FaultInjection.at(s instanceof Step.Send || s instanceof Step.RecvReduce
+            || s instanceof Step.RecvCopy ? "network" : s instanceof Step.Copy ? "none"
+            : "intra", rank, sequence);
+      }
       if (s instanceof Step.Send x) {
         network.send(x.peer(), x.lane(), x.src() == Buf.INPUT ? input : output, off, bytes,
-            deadline, phase);
+            deadline, phase[NETWORK]);
       } else if (s instanceof Step.RecvReduce x) {
-        ByteBuffer msg = network.receive(x.peer(), x.lane(), bytes, deadline, phase);
+        ByteBuffer msg = network.receive(x.peer(), x.lane(), bytes, deadline, phase[NETWORK]);
         reducer.reduce2(plan.type(), op, x.acc() == Buf.INPUT ? input : output, off, msg, 0,
             output, off, s.count(), x.finish(), divisor);
-        network.release(x.peer(), x.lane(), deadline, phase);
+        network.release(x.peer(), x.lane(), deadline, phase[NETWORK]);
       } else if (s instanceof Step.RecvCopy x) {
-        ByteBuffer msg = network.receive(x.peer(), x.lane(), bytes, deadline, phase);
+        ByteBuffer msg = network.receive(x.peer(), x.lane(), bytes, deadline, phase[NETWORK]);
         reducer.copy(plan.type(), op, msg, 0, output, off, s.count(), false, divisor);
-        network.release(x.peer(), x.lane(), deadline, phase);
+        network.release(x.peer(), x.lane(), deadline, phase[NETWORK]);
       } else if (s instanceof Step.Copy x) {
         reducer.copy(plan.type(), op, input, off, output, off, s.count(), x.finish(), divisor);
       } else if (s instanceof Step.Signal x) {
         memory.signal(flagBase + x.phase());
       } else if (s instanceof Step.Wait x) {
-        memory.await(x.peer(), flagBase + x.phase(), deadline, phase);
+        memory.await(x.peer(), flagBase + x.phase(), deadline, phase[INTRA]);
       } else if (s instanceof Step.ReduceFrom x) {
         int[] peers = x.peers();
         for (int k = 0; k < peers.length; k++) {
@@ -104,8 +126,28 @@ public final class PlanRunner {
         reducer.copy(plan.type(), op, memory.buffer(x.peer(), x.buf()), off, output, off,
             s.count(), false, divisor);
       } else {
-        throw new AssertionError(s);
+        throw new IllegalArgumentException("rank " + rank + ": " + plan.algorithm() + " has "
+            + s + ", a step of staged plans, which only the GPU path runs");
       }
     }
+    if (watch != null) {
+      watch.endCall();
+    }
+  }
+
+  private static final int INTRA = 0;
+  private static final int NETWORK = 1;
+
+  /** The phase names a plan's steps report, made once per plan (a run allocates nothing). */
+  private String[] phases(Plan plan) {
+    String[] p = phases.get(plan);
+    if (p == null) {
+      if (phases.size() > 512) {
+        phases.clear(); // the communicator's plan cache is bounded too
+      }
+      p = new String[] {plan.algorithm() + "/intra-node", plan.algorithm() + "/network"};
+      phases.put(plan, p);
+    }
+    return p;
   }
 }

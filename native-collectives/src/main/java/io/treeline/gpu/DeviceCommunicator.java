@@ -26,7 +26,7 @@ import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
 import io.treeline.exec.PlanRunner;
 import io.treeline.kernels.CudaQueries;
 import io.treeline.kernels.DevicePointers;
@@ -37,6 +37,8 @@ import io.treeline.kernels.ReduceKernels;
 import io.treeline.kernels.IpcHandles;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.Plan;
+import io.treeline.plan.StagedHierarchical;
+import io.treeline.plan.Step;
 import io.treeline.plan.Topology;
 import io.treeline.transport.shm.PeerFlags;
 import io.treeline.transport.shm.SharedSegment;
@@ -108,6 +110,9 @@ public final class DeviceCommunicator implements AutoCloseable {
   private final Resources res;
   private final DevicePlanRunner runner;
   private final Map<String, DevicePlanRunner.Program> programs = new HashMap<>();
+  private final Map<String, Staged> staged = new HashMap<>();
+  /** This rank in the staged plans: node-major, with its node's ranks in local-rank order. */
+  private final int stagedRank;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
   private final long[] statusWords = new long[2];
   // argument arrays of the launches this class makes itself, filled per call
@@ -214,6 +219,7 @@ public final class DeviceCommunicator implements AutoCloseable {
     this.planRank = planRank;
     this.localTopology = Topology.of(topology.localSize(topology.node(planRank)));
     this.localRank = localRank;
+    this.stagedRank = topology.rank(topology.node(planRank), localRank);
     this.gpu = gpu;
     this.sync = sync;
     this.costModel = costModel;
@@ -365,7 +371,7 @@ public final class DeviceCommunicator implements AutoCloseable {
             }
           }
         }
-        r.stage = new HostStage(io.treeline.comm.Communicator.create(
+        r.stage = new HostStage(io.treeline.comm.HostCommunicator.create(
             new io.treeline.bootstrap.SubsetBootstrap(bootstrap, members), config),
             options.bufferBytes() / local + 4096, options.stagingChunkBytes());
       }
@@ -526,43 +532,93 @@ public final class DeviceCommunicator implements AutoCloseable {
   }
 
   /**
-   * Across nodes: a two-shot reduce-scatter inside the node leaves this rank's slice reduced
-   * over the node in its OUTPUT; the slice crosses the nodes through pinned host memory and the
-   * host communicator of the ranks with the same local index ({@link HostStage}: device-to-host
-   * copies, TCP trees and host-to-device copies overlap chunk by chunk); an AVG divides once,
-   * by all ranks; an all-gather inside the node finishes every rank's OUTPUT.
+   * Across nodes: the {@link StagedHierarchical} plan of this call, run as it is written. Its
+   * device steps before the staging (the node's reduce-scatter into this rank's OUTPUT slice)
+   * and after it (the all-gather) are compiled into launches like any device plan; its stage
+   * chunks cross through pinned host memory and the host communicator of the ranks with the
+   * same local index ({@link HostStage}: device-to-host copies, the chunk's double binary tree
+   * over TCP, host-to-device copies, overlapping chunk by chunk); each stage-in that finishes
+   * divides an AVG once, by all ranks, on the GPU. One call, one sequence number, as the plan
+   * is one collective.
    */
   private void across(long count, DataType type, ReduceOp op) {
-    ReduceOp nodeOp = op == ReduceOp.AVG ? ReduceOp.SUM : op;
-    String key = "rs:" + count + ':' + type + ':' + nodeOp;
-    DevicePlanRunner.Program rs = programs.get(key);
-    if (rs == null) {
-      rs = runner.compile(io.treeline.plan.TwoShot.reduceScatter(localTopology, type, count,
-          config.plan()), nodeOp);
-      programs.put(key, rs);
-      programs.put("ag:" + count + ':' + type, runner.compile(io.treeline.plan.TwoShot
-          .allGatherInPlace(localTopology, type, count, config.plan()), ReduceOp.SUM));
+    String key = "staged:" + count + ':' + type + ':' + op;
+    Staged st = staged.get(key);
+    if (st == null) {
+      if (staged.size() > 256) {
+        staged.clear();
+      }
+      st = compileStaged(StagedHierarchical.allReduce(topology, type, count, config.plan(),
+          options.stagingChunkBytes()), op);
+      staged.put(key, st);
     }
-    DevicePlanRunner.Program ag = programs.get("ag:" + count + ':' + type);
-    run(rs);
-    int es = type.size();
-    int align = config.plan().alignElements(es);
-    long lo = io.treeline.plan.Slices.lo(count, localTopology.size(), localRank, align);
-    long len = io.treeline.plan.Slices.size(count, localTopology.size(), localRank, align);
-    long slice = output() + lo * es;
+    begin(st.plan, op);
+    long deadline = System.nanoTime() + config.timeout().toNanos();
     try {
-      res.stage.allReduce(slice, len, type, nodeOp, stream, System.nanoTime()
-          + config.timeout().toNanos(), planRank);
+      runner.run(st.before, sequence, deadline);
+      res.stage.run(output(), st.offsets, st.counts, st.chunks, type,
+          op == ReduceOp.AVG ? ReduceOp.SUM : op, stream, deadline, stagedRank);
+      int es = type.size();
+      for (int c = 0; c < st.chunks; c++) {
+        if (st.finish[c] && op == ReduceOp.AVG) {
+          finishSrc[0] = output() + st.offsets[c] * es;
+          reducers.reduce(ReduceKernels.kernel(type.name(), "sum"), finishSrc[0], finishSrc, 1,
+              st.counts[c], true, topology.size(), stream);
+        }
+      }
+      runner.run(st.after, sequence, deadline);
     } catch (RuntimeException | Error e) {
       fail(e);
       throw e;
     }
-    if (op == ReduceOp.AVG && len > 0) {
-      finishSrc[0] = slice;
-      reducers.reduce(ReduceKernels.kernel(type.name(), "sum"), slice, finishSrc, 1, len, true,
-          topology.size(), stream);
+  }
+
+  /** A staged plan compiled for this rank: device programs around the host-staged chunks. */
+  private record Staged(Plan plan, DevicePlanRunner.Program before, DevicePlanRunner.Program after,
+      long[] offsets, long[] counts, boolean[] finish, int chunks) {
+  }
+
+  /**
+   * Splits this rank's steps of {@code plan}: device steps before its first staging or message
+   * step, the stage chunks (each stage-in closes one), and device steps after the last. A rank
+   * whose slice is empty has no staging steps; its device steps are all "before".
+   */
+  private Staged compileStaged(Plan plan, ReduceOp op) {
+    List<Step> before = new ArrayList<>();
+    List<Step> after = new ArrayList<>();
+    List<Step.StageIn> ins = new ArrayList<>();
+    List<Step.StageOut> outs = new ArrayList<>();
+    for (Step s : plan.steps(stagedRank)) {
+      if (s instanceof Step.StageOut o) {
+        outs.add(o);
+      } else if (s instanceof Step.StageIn in) {
+        ins.add(in);
+      } else if (s instanceof Step.Send
+          || s instanceof Step.RecvReduce
+          || s instanceof Step.RecvCopy) {
+        continue; // the chunk's tree: HostStage's allreduce on the cross communicator
+      } else {
+        (outs.isEmpty() ? before : after).add(s);
+      }
     }
-    run(ag);
+    int n = ins.size();
+    long[] offsets = new long[n];
+    long[] counts = new long[n];
+    boolean[] finish = new boolean[n];
+    for (int c = 0; c < n; c++) {
+      Step.StageIn in = ins.get(c);
+      if (outs.size() != n || outs.get(c).offset() != in.offset()
+          || outs.get(c).count() != in.count()) {
+        throw new IllegalStateException("rank " + rank + ": " + plan.algorithm() + " stages "
+            + outs + " out but " + ins + " in; the host stage copies the same chunks back");
+      }
+      offsets[c] = in.offset();
+      counts[c] = in.count();
+      finish[c] = in.finish();
+    }
+    java.util.function.IntUnaryOperator local = topology::localRank;
+    return new Staged(plan, runner.compile(plan, before, local, op),
+        runner.compile(plan, after, local, op), offsets, counts, finish, n);
   }
 
   /**
@@ -618,19 +674,23 @@ public final class DeviceCommunicator implements AutoCloseable {
   }
 
   private void run(DevicePlanRunner.Program p) {
-    check("allreduce");
-    cuCtxSetCurrent(module.context());
-    long seq = ++sequence;
-    CallDescriptor call = CallDescriptor.of(p.plan, p.op);
-    res.own.beginCall(seq, call.count(), call.meta());
-    currentCall = call;
-    long t0 = System.nanoTime();
+    begin(p.plan, p.op);
     try {
-      runner.run(p, seq, t0 + config.timeout().toNanos());
+      runner.run(p, sequence, System.nanoTime() + config.timeout().toNanos());
     } catch (RuntimeException | Error e) {
       fail(e);
       throw e;
     }
+  }
+
+  /** A new collective: its sequence number, and its descriptor for the peers to compare. */
+  private void begin(Plan plan, ReduceOp op) {
+    check("allreduce");
+    cuCtxSetCurrent(module.context());
+    long seq = ++sequence;
+    CallDescriptor call = CallDescriptor.of(plan, op);
+    res.own.beginCall(seq, call.count(), call.meta());
+    currentCall = call;
   }
 
   /**

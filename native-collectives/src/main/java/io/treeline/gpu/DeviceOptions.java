@@ -32,7 +32,7 @@ public record DeviceOptions(int ordinal, long bufferBytes, Sync sync, DeviceCost
 
   /** {@code costModel} null: {@link #defaultCostModel} for the ranks' setup. */
   public static final DeviceOptions DEFAULT = new DeviceOptions(0, 256L << 20, Sync.AUTO, null,
-      4L << 20);
+      io.treeline.plan.StagedHierarchical.DEFAULT_STAGE_CHUNK_BYTES);
 
   /**
    * The cost model's constants for how the node's ranks share GPUs, fitted to

@@ -65,7 +65,17 @@ final class DevicePlanRunner {
   }
 
   Program compile(Plan plan, ReduceOp op) {
-    List<Step> steps = plan.steps(rank);
+    return compile(plan, plan.steps(rank), p -> p, op);
+  }
+
+  /**
+   * Compile {@code steps}, device steps of {@code plan} for this rank, whose ranks map to local
+   * ranks (the indices of the buffer tables) through {@code local}: the parts of a plan over
+   * several nodes that run on this node's GPUs ({@code StagedHierarchical}'s reduce-scatter
+   * before the staging and all-gather after it).
+   */
+  Program compile(Plan plan, List<Step> steps, java.util.function.IntUnaryOperator local,
+      ReduceOp op) {
     int es = plan.type().size();
     int kernel = ReduceKernels.kernel(plan.type().name(), op == ReduceOp.AVG ? "sum"
         : op.name());
@@ -81,7 +91,7 @@ final class DevicePlanRunner {
         group.add(rank);
         int j = i + 1;
         while (j < steps.size() && steps.get(j) instanceof Step.Wait w && w.phase() == sig.phase()) {
-          group.add(w.peer());
+          group.add(local.applyAsInt(w.peer()));
           j++;
         }
         int phase = sig.phase();
@@ -97,13 +107,13 @@ final class DevicePlanRunner {
         }
       } else if (s instanceof Step.Wait w) {
         requireHalfSteps(plan, s);
-        int peer = w.peer();
+        int peer = local.applyAsInt(w.peer());
         int phase = w.phase();
         String what = algo + " wait " + phase;
         ops.add((base, parity, deadline) -> sync.await(peer, phase, base + phase, parity,
             deadline, what));
       } else if (s instanceof Step.ReduceFrom r) {
-        int[] peers = r.peers();
+        int[] peers = java.util.Arrays.stream(r.peers()).map(local).toArray();
         if (peers.length > ReduceKernels.MAX_INPUTS) {
           throw new IllegalArgumentException("a device reduce reads at most "
               + ReduceKernels.MAX_INPUTS + " peers; this node has " + peers.length + " ranks");
@@ -133,7 +143,7 @@ final class DevicePlanRunner {
         while (j < steps.size() && steps.get(j) instanceof Step.CopyFrom cf
             && n < ReduceKernels.MAX_INPUTS) {
           long o = cf.offset() * es;
-          src[n] = (cf.buf() == Buf.INPUT ? input : output)[cf.peer()] + o;
+          src[n] = (cf.buf() == Buf.INPUT ? input : output)[local.applyAsInt(cf.peer())] + o;
           dst[n] = output[rank] + o;
           bytes[n] = cf.count() * es;
           n++;
@@ -143,9 +153,8 @@ final class DevicePlanRunner {
         ops.add((base, parity, deadline) -> copies.copy(src, dst, bytes, segments, stream));
         i = j - 1;
       } else {
-        throw new IllegalArgumentException("rank " + rank + ": " + algo + " has a message step ("
-            + s + "); the GPU path runs plans inside one node (one-shot, two-shot) and stages "
-            + "across nodes through the host");
+        throw new IllegalArgumentException("rank " + rank + ": " + algo + " has " + s + " among "
+            + "its device steps; message and staging steps run through the host stage");
       }
     }
     return new Program(plan, op, ops.toArray(new Op[0]));

@@ -8,14 +8,15 @@ import static jcuda.driver.JCudaDriver.cuMemFreeHost;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 
-import io.treeline.comm.Communicator;
-import io.treeline.comm.Handle;
+import io.treeline.comm.HostCommunicator;
+import io.treeline.core.Handle;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
 import io.treeline.kernels.CudaQueries;
 import io.treeline.kernels.DevicePointers;
+import io.treeline.plan.Algorithm;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import jcuda.CudaException;
@@ -26,7 +27,7 @@ import jcuda.driver.CUstream;
 
 /**
  * How a slice of device memory crosses nodes: through pinned host memory and the host
- * {@link Communicator} of the ranks with the same local index on every node (its double binary
+ * {@link HostCommunicator} of the ranks with the same local index on every node (its double binary
  * trees over TCP). The slice moves in chunks, in a three-stage pipeline: every chunk's
  * device-to-host copy is enqueued at once (the copy engine runs them back to back); as each
  * lands, its allreduce goes to the host communicator (whose thread runs them in order, so the
@@ -35,20 +36,19 @@ import jcuda.driver.CUstream;
  * copy by the stream.
  */
 final class HostStage implements AutoCloseable {
-  private final Communicator cross;
+  private final HostCommunicator cross;
   private final long capacity;
-  private final long chunkBytes;
   private final Pointer pinned = new Pointer();
   private final ByteBuffer host;
   private final CUevent[] landed;
   private final Handle[] handles;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
 
-  HostStage(Communicator cross, long capacity, long chunkBytes) {
+  HostStage(HostCommunicator cross, long capacity, long chunkBytes) {
     this.cross = cross;
     this.capacity = capacity;
-    this.chunkBytes = chunkBytes;
-    int n = (int) ((capacity + chunkBytes - 1) / chunkBytes);
+    // a plan's stage chunks are chunkBytes rounded down to the 64-byte alignment, or smaller
+    int n = (int) (capacity / Math.max(64, chunkBytes / 64 * 64) + 2);
     boolean ok = false;
     try {
       cuMemAllocHost(pinned, capacity);
@@ -68,43 +68,50 @@ final class HostStage implements AutoCloseable {
   }
 
   /**
-   * Allreduce {@code count} elements at device address {@code slice} across the nodes, in
-   * place, on {@code stream}. Returns once every host-to-device copy is enqueued.
+   * Run the staged part of a {@code StagedHierarchical} plan on {@code stream}: every chunk
+   * ({@code chunkOffset[c]}, {@code chunkCount[c]} elements of the device OUTPUT at
+   * {@code output}) is copied to pinned host memory at once (the plan's stage-outs); as each
+   * lands, its double binary tree allreduce goes to the host communicator of the slice's owners
+   * (the plan's message steps for that chunk, which {@code StagedHierarchicalTest} shows are that
+   * allreduce); as each ends, its host-to-device copy is enqueued (the plan's stage-in). Returns
+   * once every copy back is enqueued; finishing (an AVG's divide) is the caller's, after.
    */
-  void allReduce(long slice, long count, DataType type, ReduceOp op, CUstream stream,
-      long deadline, int rank) {
-    int es = type.size();
-    long bytes = count * es;
-    if (bytes > capacity) {
-      throw new IllegalArgumentException("rank " + rank + ": a slice of " + bytes + " bytes "
-          + "exceeds the staging buffer of " + capacity);
+  void run(long output, long[] chunkOffset, long[] chunkCount, int chunks, DataType type,
+      ReduceOp op, CUstream stream, long deadline, int rank) {
+    if (chunks == 0) {
+      return;
     }
-    long per = Math.max(es, chunkBytes / es * es);
-    int n = (int) Math.max(1, (bytes + per - 1) / per);
-    for (int c = 0; c < n; c++) {
-      long off = c * per;
-      long b = Math.min(per, bytes - off);
-      if (b > 0) {
-        cuMemcpyDtoHAsync(pinned.withByteOffset(off), DevicePointers.at(slice + off), b, stream);
-      }
+    int es = type.size();
+    long first = chunkOffset[0];
+    long bytes = (chunkOffset[chunks - 1] + chunkCount[chunks - 1] - first) * es;
+    if (bytes > capacity || chunks > landed.length) {
+      throw new IllegalArgumentException("rank " + rank + ": " + chunks + " staging chunks of "
+          + bytes + " bytes exceed the staging buffer of " + capacity + " bytes in "
+          + landed.length + " chunks");
+    }
+    for (int c = 0; c < chunks; c++) {
+      long host = (chunkOffset[c] - first) * es;
+      cuMemcpyDtoHAsync(pinned.withByteOffset(host), DevicePointers.at(output
+          + chunkOffset[c] * es), chunkCount[c] * es, stream);
       cuEventRecord(landed[c], stream);
     }
-    for (int c = 0; c < n; c++) {
-      long off = c * per;
-      long b = Math.max(0, Math.min(per, bytes - off));
+    for (int c = 0; c < chunks; c++) {
+      int host = (int) ((chunkOffset[c] - first) * es);
       waitFor(landed[c], deadline, rank, c);
-      ByteBuffer chunk = host.slice((int) off, (int) b).order(ByteOrder.nativeOrder());
-      handles[c] = cross.allReduceAsync(chunk, chunk, b / es, type, op);
+      ByteBuffer chunk = host(host, (int) (chunkCount[c] * es));
+      handles[c] = cross.allReduceAsync(chunk, chunk, chunkCount[c], type, op, Algorithm.DBT);
     }
-    for (int c = 0; c < n; c++) {
-      long off = c * per;
-      long b = Math.max(0, Math.min(per, bytes - off));
+    for (int c = 0; c < chunks; c++) {
+      long host = (chunkOffset[c] - first) * es;
       handles[c].await(cross.config().timeout());
       handles[c] = null;
-      if (b > 0) {
-        cuMemcpyHtoDAsync(DevicePointers.at(slice + off), pinned.withByteOffset(off), b, stream);
-      }
+      cuMemcpyHtoDAsync(DevicePointers.at(output + chunkOffset[c] * es),
+          pinned.withByteOffset(host), chunkCount[c] * es, stream);
     }
+  }
+
+  private ByteBuffer host(int offset, int bytes) {
+    return host.slice(offset, bytes).order(ByteOrder.nativeOrder());
   }
 
   private void waitFor(CUevent e, long deadline, int rank, int chunk) {

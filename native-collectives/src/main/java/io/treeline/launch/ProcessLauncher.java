@@ -2,6 +2,9 @@ package io.treeline.launch;
 
 import io.treeline.bootstrap.NodeIdentity;
 import io.treeline.bootstrap.TcpStoreBootstrap;
+import io.treeline.conf.TreelineEnv;
+import io.treeline.transport.shm.Leftovers;
+import io.treeline.transport.shm.SharedSegment;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -24,7 +27,10 @@ import java.util.concurrent.TimeUnit;
  * fresh {@code _SECRET} shared by the job, and {@code TREELINE_NODE_ID=sim-node-<n>} so that
  * the ranks form simulated nodes. Ranks are numbered node-major. Output lines are prefixed
  * with the rank when echoed. When a rank fails, the others get a grace period to fail on their
- * own (they are told through the transports) and are then killed.
+ * own (they are told through the transports) and are then killed. Nothing outlives the run: a
+ * shutdown hook stops the ranks when the launcher gets SIGTERM, each rank exits when it sees the
+ * launcher gone ({@code TREELINE_LAUNCHER_PID}, for SIGKILL), and segment files of ranks that
+ * died in set-up are deleted at the end.
  */
 public final class ProcessLauncher {
   /** One rank's end: its exit code and everything it printed. */
@@ -57,6 +63,10 @@ public final class ProcessLauncher {
     List<Process> procs = new ArrayList<>();
     List<StringBuilder> outs = new ArrayList<>();
     List<Thread> readers = new ArrayList<>();
+    // SIGTERM or ^C to the launcher stops its ranks; under SIGKILL they see it gone
+    // (LauncherWatch) and exit by themselves
+    Thread stopRanks = new Thread(() -> stop(procs), "treeline-launcher-stop");
+    Runtime.getRuntime().addShutdownHook(stopRanks);
     int rank = 0;
     try {
       for (int node = 0; node < ranksPerNode.length; node++) {
@@ -76,8 +86,11 @@ public final class ProcessLauncher {
           env.put(TcpStoreBootstrap.MASTER_PORT, Integer.toString(port));
           env.put(TcpStoreBootstrap.SECRET, secret);
           env.put(NodeIdentity.ENV, "sim-node-" + node);
+          env.put(TreelineEnv.LAUNCHER_PID.key(), Long.toString(ProcessHandle.current().pid()));
           Process p = pb.start();
-          procs.add(p);
+          synchronized (procs) {
+            procs.add(p);
+          }
           StringBuilder sb = new StringBuilder();
           outs.add(sb);
           int rr = rank;
@@ -126,6 +139,13 @@ public final class ProcessLauncher {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while the ranks ran", e);
     }
+    try {
+      Runtime.getRuntime().removeShutdownHook(stopRanks);
+    } catch (IllegalStateException e) {
+      // shutting down already: the hook runs
+    }
+    // a rank killed during set-up could not delete its segment file; its owner is dead now
+    Leftovers.sweep(SharedSegment.directory());
     List<Result> results = new ArrayList<>();
     for (int r = 0; r < procs.size(); r++) {
       Process p = procs.get(r);
@@ -135,6 +155,26 @@ public final class ProcessLauncher {
       }
     }
     return results;
+  }
+
+  /** Stops every rank still running: SIGTERM, then SIGKILL after two seconds. */
+  private static void stop(List<Process> procs) {
+    List<Process> all;
+    synchronized (procs) {
+      all = new ArrayList<>(procs);
+    }
+    all.forEach(Process::destroy);
+    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+    for (Process p : all) {
+      try {
+        if (!p.waitFor(Math.max(1, until - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+          p.destroyForcibly();
+        }
+      } catch (InterruptedException e) {
+        p.destroyForcibly();
+      }
+    }
+    Leftovers.sweep(SharedSegment.directory());
   }
 
   private static void pump(Process p, StringBuilder sb, int rank, PrintStream echo,

@@ -83,7 +83,7 @@ public final class Hierarchical {
     return topo.rank(node, slice % topo.localSize(node));
   }
 
-  private static TreePipeline.Role role(Topology topo, TreeShape tree, int slice, int rank) {
+  static TreePipeline.Role role(Topology topo, TreeShape tree, int slice, int rank) {
     int node = topo.node(rank);
     int[] ch = tree.children()[node];
     int[] kids = new int[ch.length];

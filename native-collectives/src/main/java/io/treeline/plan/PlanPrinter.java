@@ -36,6 +36,7 @@ public final class PlanPrinter {
       b.append(String.format("  roots: tree 1 node %d, tree 2 node %d; depth %d and %d%n",
           t1.root(), t2.root(), t1.depth(), t2.depth()));
     }
+    staging(b, p);
     for (int r = 0; r < p.size(); r++) {
       if (onlyRank >= 0 && r != onlyRank) {
         continue;
@@ -50,6 +51,29 @@ public final class PlanPrinter {
     return b.toString();
   }
 
+  /** For staged plans: how many chunks each rank copies to host memory and back, how large. */
+  private static void staging(StringBuilder b, Plan p) {
+    long chunks = 0;
+    long most = 0;
+    long largest = 0;
+    for (int r = 0; r < p.size(); r++) {
+      long mine = 0;
+      for (Step s : p.steps(r)) {
+        if (s instanceof Step.StageOut o) {
+          mine++;
+          largest = Math.max(largest, o.count());
+        }
+      }
+      chunks += mine;
+      most = Math.max(most, mine);
+    }
+    if (chunks > 0) {
+      b.append(String.format("staged through host memory: %d stage chunks in all, at most %d "
+          + "per rank, each at most %s, every one copied out (stage-out), across the nodes' "
+          + "trees, and back (stage-in)%n", chunks, most, bytes(largest * p.type().size())));
+    }
+  }
+
   /** One step as a line: what, with whom, which buffer and elements. */
   public static String describe(Step s) {
     String region = "[" + s.offset() + ", " + (s.offset() + s.count()) + ")";
@@ -59,11 +83,16 @@ public final class PlanPrinter {
       return String.format("send         to %-5d lane %-2d %s %s", x.peer(), x.lane(), x.src(),
           region);
     } else if (s instanceof Step.RecvReduce x) {
-      return String.format("recv-reduce  from %-3d lane %-2d OUTPUT = %s + msg %s%s", x.peer(),
-          x.lane(), x.acc(), region, fin(x.finish()));
+      return String.format("recv-reduce  from %-3d lane %-2d %s = %s + msg %s%s", x.peer(),
+          x.lane(), x.acc() == Buf.STAGE ? Buf.STAGE : Buf.OUTPUT, x.acc(), region,
+          fin(x.finish()));
     } else if (s instanceof Step.RecvCopy x) {
-      return String.format("recv-copy    from %-3d lane %-2d OUTPUT = msg %s", x.peer(),
-          x.lane(), region);
+      return String.format("recv-copy    from %-3d lane %-2d %s = msg %s", x.peer(),
+          x.lane(), x.dst(), region);
+    } else if (s instanceof Step.StageOut x) {
+      return "stage-out    OUTPUT -> STAGE " + region;
+    } else if (s instanceof Step.StageIn x) {
+      return "stage-in     STAGE -> OUTPUT " + region + fin(x.finish());
     } else if (s instanceof Step.Signal x) {
       return "signal       phase " + x.phase();
     } else if (s instanceof Step.Wait x) {
@@ -130,7 +159,12 @@ public final class PlanPrinter {
       region(o.put("op", "recv-reduce").put("peer", x.peer()).put("lane", x.lane())
           .put("acc", x.acc().name().toLowerCase()), s).put("finish", x.finish());
     } else if (s instanceof Step.RecvCopy x) {
-      region(o.put("op", "recv-copy").put("peer", x.peer()).put("lane", x.lane()), s);
+      region(o.put("op", "recv-copy").put("peer", x.peer()).put("lane", x.lane())
+          .put("dst", x.dst().name().toLowerCase()), s);
+    } else if (s instanceof Step.StageOut x) {
+      region(o.put("op", "stage-out"), s);
+    } else if (s instanceof Step.StageIn x) {
+      region(o.put("op", "stage-in"), s).put("finish", x.finish());
     } else if (s instanceof Step.Signal x) {
       o.put("op", "signal").put("phase", x.phase());
     } else if (s instanceof Step.Wait x) {

@@ -69,7 +69,7 @@ public final class Ring {
             int in = Math.floorMod(r - step - 1, n);
             s.send(next, 0, Buf.OUTPUT, pieceLo(count, n, out, align, chunk, k),
                 pieceLen(count, n, out, align, chunk, k));
-            s.recvCopy(prev, 0, pieceLo(count, n, in, align, chunk, k),
+            s.recvCopy(prev, 0, Buf.OUTPUT, pieceLo(count, n, in, align, chunk, k),
                 pieceLen(count, n, in, align, chunk, k));
           }
         }

@@ -49,9 +49,21 @@ final class Schedule {
     }
   }
 
-  void recvCopy(int peer, int lane, long offset, long count) {
+  void recvCopy(int peer, int lane, Buf dst, long offset, long count) {
     if (count > 0) {
-      steps.add(new Step.RecvCopy(peer, lane, offset, count));
+      steps.add(new Step.RecvCopy(peer, lane, dst, offset, count));
+    }
+  }
+
+  void stageOut(long offset, long count) {
+    if (count > 0) {
+      steps.add(new Step.StageOut(offset, count));
+    }
+  }
+
+  void stageIn(long offset, long count, boolean finish) {
+    if (count > 0) {
+      steps.add(new Step.StageIn(offset, count, finish));
     }
   }
 

@@ -5,7 +5,9 @@ import java.util.Arrays;
 /**
  * One step of one rank's schedule. Regions are {@code [offset, offset + count)} in elements and
  * denote the same elements in every rank's buffers. A step that writes always writes the
- * executing rank's {@link Buf#OUTPUT}.
+ * executing rank's {@link Buf#OUTPUT}, except that message steps of staged plans write the
+ * rank's {@link Buf#STAGE} (a {@link RecvReduce} whose {@code acc} is STAGE, a {@link RecvCopy}
+ * into STAGE) and {@link StageOut} writes STAGE.
  *
  * <p>Message steps ({@link Send}, {@link RecvReduce}, {@link RecvCopy}) move data over the
  * channel {@code (from, to, lane)}, a FIFO in which the receiver must name the same region as
@@ -33,8 +35,35 @@ public sealed interface Step {
       implements Step {
   }
 
-  /** Receive the region from {@code peer} on {@code lane}; OUTPUT = message. */
-  record RecvCopy(int peer, int lane, long offset, long count) implements Step {
+  /**
+   * Receive the region from {@code peer} on {@code lane}; {@code dst} (OUTPUT, or STAGE in a
+   * staged plan) = message.
+   */
+  record RecvCopy(int peer, int lane, Buf dst, long offset, long count) implements Step {
+    public RecvCopy {
+      if (dst == Buf.INPUT) {
+        throw new IllegalArgumentException("a receive cannot write INPUT");
+      }
+    }
+
+    /** Into OUTPUT. */
+    public RecvCopy(int peer, int lane, long offset, long count) {
+      this(peer, lane, Buf.OUTPUT, offset, count);
+    }
+  }
+
+  /**
+   * STAGE = OUTPUT over the region: the rank's device OUTPUT copied to its host staging memory
+   * (a device-to-host copy on the GPU path).
+   */
+  record StageOut(long offset, long count) implements Step {
+  }
+
+  /**
+   * OUTPUT = STAGE over the region: the host staging memory copied back to the device (a
+   * host-to-device copy), then finished there when {@code finish} (an AVG divides on the GPU).
+   */
+  record StageIn(long offset, long count, boolean finish) implements Step {
   }
 
   /** Publish "this rank has reached phase {@code phase}" to its local peers (release). */

@@ -34,7 +34,7 @@ public final class TreeBroadcast {
         long lo = c * chunk;
         long len = Math.min(chunk, count - lo);
         if (parent >= 0) {
-          s.recvCopy(parent, 0, lo, len);
+          s.recvCopy(parent, 0, Buf.OUTPUT, lo, len);
         }
         for (int k : kids) {
           s.send((k + root) % n, 0, parent < 0 ? Buf.INPUT : Buf.OUTPUT, lo, len);

@@ -8,9 +8,11 @@ package io.treeline.plan;
  * the parent before the sends to the children complete).
  *
  * <p>Going up, a rank receives and reduces from each child in order, starting from {@code acc}
- * (INPUT, or OUTPUT when an earlier phase left a partial there), and sends the sum to its
- * parent; the root's last reduce finishes the value. Going down it receives the final value
- * from its parent and forwards it to its children.
+ * (INPUT, or OUTPUT when an earlier phase left a partial there, or STAGE in a staged plan), and
+ * sends the sum to its parent; the root's last reduce finishes the value unless the plan
+ * finishes it later. Going down it receives the final value from its parent and forwards it to
+ * its children. Everything after the first reduce lives in {@code work}: OUTPUT, or STAGE when
+ * the tree runs on host copies of device buffers.
  */
 final class TreePipeline {
   /** A rank's place in one tree: whom it hears from going up and whom it tells going down. */
@@ -28,17 +30,26 @@ final class TreePipeline {
    */
   static void emit(Schedule s, Role[] roles, int[] lanes, Buf acc, long lo, long count,
       long chunkElems, int align) {
+    emit(s, roles, lanes, acc, Buf.OUTPUT, true, lo, count, chunkElems, align);
+  }
+
+  /**
+   * @param work where partial sums and the result live (OUTPUT or STAGE)
+   * @param finish whether the root's last reduce finishes the value
+   */
+  static void emit(Schedule s, Role[] roles, int[] lanes, Buf acc, Buf work, boolean finish,
+      long lo, long count, long chunkElems, int align) {
     long chunks = Math.max(1, (count + chunkElems - 1) / chunkElems);
     for (long c = 0; c <= chunks; c++) {
       if (c < chunks) {
         for (int t = 0; t < 2; t++) {
-          up(s, roles[t], lanes[t], acc, half(lo, count, chunkElems, c, t, align, true),
-              half(lo, count, chunkElems, c, t, align, false));
+          up(s, roles[t], lanes[t], acc, work, finish, half(lo, count, chunkElems, c, t, align,
+              true), half(lo, count, chunkElems, c, t, align, false));
         }
       }
       if (c > 0) {
         for (int t = 0; t < 2; t++) {
-          down(s, roles[t], lanes[t], half(lo, count, chunkElems, c - 1, t, align, true),
+          down(s, roles[t], lanes[t], work, half(lo, count, chunkElems, c - 1, t, align, true),
               half(lo, count, chunkElems, c - 1, t, align, false));
         }
       }
@@ -57,15 +68,16 @@ final class TreePipeline {
     return first ? lo + cLo + hLo : Slices.size(cLen, 2, t, align);
   }
 
-  private static void up(Schedule s, Role r, int lane, Buf acc, long off, long n) {
+  private static void up(Schedule s, Role r, int lane, Buf acc, Buf work, boolean finish,
+      long off, long n) {
     if (n == 0) {
       return;
     }
     Buf cur = acc;
     for (int i = 0; i < r.upFrom.length; i++) {
       boolean last = i == r.upFrom.length - 1;
-      s.recvReduce(r.upFrom[i], lane, cur, off, n, last && r.upTo < 0);
-      cur = Buf.OUTPUT;
+      s.recvReduce(r.upFrom[i], lane, cur, off, n, finish && last && r.upTo < 0);
+      cur = work;
     }
     if (r.upTo >= 0) {
       s.send(r.upTo, lane, cur, off, n);
@@ -77,15 +89,15 @@ final class TreePipeline {
     }
   }
 
-  private static void down(Schedule s, Role r, int lane, long off, long n) {
+  private static void down(Schedule s, Role r, int lane, Buf work, long off, long n) {
     if (n == 0) {
       return;
     }
     if (r.downFrom >= 0) {
-      s.recvCopy(r.downFrom, lane, off, n);
+      s.recvCopy(r.downFrom, lane, work, off, n);
     }
     for (int child : r.downTo) {
-      s.send(child, lane, Buf.OUTPUT, off, n);
+      s.send(child, lane, work, off, n);
     }
   }
 }

@@ -1,5 +1,6 @@
 package io.treeline.transport;
 
+import io.treeline.exec.PeerWatch;
 import io.treeline.plan.Topology;
 import java.io.IOException;
 import java.time.Duration;
@@ -21,10 +22,18 @@ public interface TransportProvider<T extends AutoCloseable> {
   /**
    * What the ranks agreed at setup, in plan order: this rank's plan rank, the topology, every
    * rank's address and process id by plan rank, and a barrier over all ranks (a transport that
-   * must know its peers mapped its memory before it unlinks a name uses it).
+   * must know its peers mapped its memory before it unlinks a name uses it), and the rank's
+   * {@link PeerWatch}, shared by all of its transports: each reports failures it hears of into
+   * it and polls it in every wait, so that an abort on one transport ends waits on the others.
    */
   record Peers(Topology topology, int planRank, byte[][] addresses, long[] pids,
-      Runnable barrier, Duration timeout) {
+      Runnable barrier, Duration timeout, PeerWatch watch) {
+    /** Peers with a watch of their own (a transport used alone). */
+    public Peers(Topology topology, int planRank, byte[][] addresses, long[] pids,
+        Runnable barrier, Duration timeout) {
+      this(topology, planRank, addresses, pids, barrier, timeout, new PeerWatch(planRank,
+          timeout));
+    }
   }
 
   /** Open this rank's side. */

@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The package map of native-collectives (ARCHITECTURE.md), as rules a change cannot quietly
- * break. Layers from the bottom: {@code core} (types), {@code reduce} (host arithmetic),
+ * break. Layers from the bottom: {@code core} (types and the user interface), {@code reduce}
+ * (host arithmetic),
  * {@code plan} (pure plans), {@code exec} (the plan runner and the transport SPI it runs over),
  * {@code transport.*} (implementations of that SPI), {@code bootstrap}, {@code conf} (declared
  * settings), {@code comm} (the public communicator), {@code gpu} (GPU orchestration above it).
@@ -79,6 +80,18 @@ class PackageRulesTest {
     classes().that().resideInAPackage("io.treeline.reduce..").should().onlyDependOnClassesThat()
         .resideInAnyPackage("io.treeline.reduce..", "io.treeline.core..", "java..", "sun.misc..",
             "jdk.incubator.vector..")
+        .check(classes);
+  }
+
+  @Test
+  void whatAUserCallsOrCatchesLivesInCore() {
+    classes().that().areAssignableTo(io.treeline.core.CollectiveException.class).should()
+        .resideInAPackage("io.treeline.core..")
+        .because("a user catches a collective's failures without importing internals (issue 17)")
+        .check(classes);
+    classes().that().areAssignableTo(io.treeline.core.Communicator.class).and().areInterfaces()
+        .should().resideInAPackage("io.treeline.core..")
+        .because("the user interface is one type in core; implementations live in comm")
         .check(classes);
   }
 

@@ -53,7 +53,7 @@ public final class CollectiveCheck {
 
   private static void matrix(TcpStoreBootstrap boot) {
     long[] sizes = {0, 1, 2, 13, 1021, 65537};
-    try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
+    try (HostCommunicator c = HostCommunicator.create(boot, CommConfig.DEFAULT)) {
       for (DataType t : DataType.values()) {
         for (ReduceOp op : ReduceOp.values()) {
           for (long n : sizes) {
@@ -73,7 +73,7 @@ public final class CollectiveCheck {
       if (!ok) {
         continue;
       }
-      try (Communicator c = Communicator.create(boot, cfg)) {
+      try (HostCommunicator c = HostCommunicator.create(boot, cfg)) {
         for (long n : new long[] {0, 7, 1021, 40_009}) {
           allReduce(c, DataType.F32, ReduceOp.SUM, n, 1000 + a.ordinal());
           allReduce(c, DataType.BF16, ReduceOp.AVG, n, 2000 + a.ordinal());
@@ -84,14 +84,14 @@ public final class CollectiveCheck {
   }
 
   private static io.treeline.plan.Topology probeTopology(TcpStoreBootstrap boot) {
-    try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
+    try (HostCommunicator c = HostCommunicator.create(boot, CommConfig.DEFAULT)) {
       return c.topology();
     }
   }
 
   /** Rank 2's third call has one element more: every rank must fail, naming it. */
   private static void mismatch(TcpStoreBootstrap boot) {
-    try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT.withTimeout(
+    try (HostCommunicator c = HostCommunicator.create(boot, CommConfig.DEFAULT.withTimeout(
         Duration.ofSeconds(30)))) {
       for (int call = 0; call < 3; call++) {
         long n = 1000 + (call == 2 && c.rank() == 2 ? 1 : 0);
@@ -99,7 +99,7 @@ public final class CollectiveCheck {
         long t0 = System.nanoTime();
         try {
           c.allReduce(b, b, n, DataType.F32, ReduceOp.SUM);
-        } catch (io.treeline.exec.CollectiveException e) {
+        } catch (io.treeline.core.CollectiveException e) {
           System.out.printf("MISMATCH-DETECTED after %.0f ms: %s%n",
               (System.nanoTime() - t0) / 1e6, e.getMessage());
           return;
@@ -110,7 +110,7 @@ public final class CollectiveCheck {
   }
 
   private static void big(TcpStoreBootstrap boot) {
-    try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
+    try (HostCommunicator c = HostCommunicator.create(boot, CommConfig.DEFAULT)) {
       allReduce(c, DataType.F32, ReduceOp.SUM, (1 << 20) / 4 + 3, 77);
       allReduce(c, DataType.BF16, ReduceOp.SUM, (1 << 20) / 2 + 3, 78);
       allReduce(c, DataType.F32, ReduceOp.SUM, (64 << 20) / 4, 79); // two 32 MiB windows
@@ -122,7 +122,7 @@ public final class CollectiveCheck {
     java.util.Set<String> fdsBefore = descriptors();
     int threadsBefore = treelineThreads();
     long[] sizes = {1, 100, 3000, 65_536 + 5, 250_000, 17};
-    try (Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
+    try (HostCommunicator c = HostCommunicator.create(boot, CommConfig.DEFAULT)) {
       for (int i = 0; i < 1000; i++) {
         long n = sizes[i % sizes.length];
         boolean verify = i % 25 == 0 || i >= 990;
@@ -220,7 +220,7 @@ public final class CollectiveCheck {
     return z ^ (z >>> 31);
   }
 
-  private static void allReduce(Communicator c, DataType t, ReduceOp op, long n, long seed) {
+  private static void allReduce(HostCommunicator c, DataType t, ReduceOp op, long n, long seed) {
     int size = c.size();
     ByteBuffer in = Elements.direct(n, t);
     for (int i = 0; i < n; i++) {
@@ -237,7 +237,7 @@ public final class CollectiveCheck {
     }
   }
 
-  private static void compare(Communicator c, String what, double[][] col, ByteBuffer out,
+  private static void compare(HostCommunicator c, String what, double[][] col, ByteBuffer out,
       int i, DataType t, ReduceOp op) {
     check(c.rank(), what, col, out, i, t, op);
     checked++;
@@ -267,7 +267,7 @@ public final class CollectiveCheck {
     }
   }
 
-  private static void reduceScatterAllGatherBroadcast(Communicator c, long n) {
+  private static void reduceScatterAllGatherBroadcast(HostCommunicator c, long n) {
     DataType t = DataType.F64;
     int size = c.size();
     int[] bootOf = new int[size];
@@ -313,7 +313,7 @@ public final class CollectiveCheck {
     }
   }
 
-  private static void equal(Communicator c, String what, double expect, ByteBuffer b, int i,
+  private static void equal(HostCommunicator c, String what, double expect, ByteBuffer b, int i,
       DataType t) {
     double got = Elements.get(b, i, t);
     if (got != expect) {

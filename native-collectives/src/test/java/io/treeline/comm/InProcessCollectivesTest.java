@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
-import io.treeline.exec.CallMismatchException;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CallMismatchException;
+import io.treeline.core.CollectiveException;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.PlanConfig;
 import io.treeline.plan.Slices;
@@ -39,8 +39,8 @@ class InProcessCollectivesTest {
         .withSegmentBytes(1 << 20);
   }
 
-  private static void closeAll(Communicator[] comms) {
-    for (Communicator c : comms) {
+  private static void closeAll(HostCommunicator[] comms) {
+    for (HostCommunicator c : comms) {
       c.close();
     }
   }
@@ -74,7 +74,7 @@ class InProcessCollectivesTest {
         }
       }
       ByteBuffer[][] outs = new ByteBuffer[cases.size()][topo.size()];
-      Communicator[] g = Communicator.inProcess(config(TIMEOUT), layout);
+      HostCommunicator[] g = HostCommunicator.inProcess(config(TIMEOUT), layout);
       try {
         assertEquals(topo, g[0].topology());
         Ranks.run(topo.size(), 300_000, r -> {
@@ -136,7 +136,7 @@ class InProcessCollectivesTest {
         ByteBuffer[][] outs = new ByteBuffer[3][n];
         int root = n - 1;
         int align = SMALL_CHUNKS.alignElements(t.size());
-        Communicator[] g = Communicator.inProcess(config(TIMEOUT), layout);
+        HostCommunicator[] g = HostCommunicator.inProcess(config(TIMEOUT), layout);
         try {
           Ranks.run(n, 60_000, r -> {
             ByteBuffer buf = Elements.direct(count, t);
@@ -172,7 +172,7 @@ class InProcessCollectivesTest {
 
   @Test
   void aRankThatNeverArrivesMakesEveryOtherRankFailNamingPeerPhaseAndTimeout() {
-    Communicator[] g = Communicator.inProcess(config(Duration.ofMillis(300)), 3);
+    HostCommunicator[] g = HostCommunicator.inProcess(config(Duration.ofMillis(300)), 3);
     try {
       List<Throwable> errors = Ranks.runAll(3, 30_000, r -> {
         if (r == 2) {
@@ -198,7 +198,7 @@ class InProcessCollectivesTest {
 
   @Test
   void ranksCallingDifferentSizesFailInsteadOfHanging() {
-    Communicator[] g = Communicator.inProcess(config(Duration.ofSeconds(2)), 1, 1);
+    HostCommunicator[] g = HostCommunicator.inProcess(config(Duration.ofSeconds(2)), 1, 1);
     try {
       List<Throwable> errors = Ranks.runAll(2, 30_000, r -> {
         long count = r == 0 ? 100 : 200;
@@ -215,7 +215,7 @@ class InProcessCollectivesTest {
 
   @Test
   void ranksCallingDifferentSizesInsideOneNodeFailOnTheFlagCheck() {
-    Communicator[] g = Communicator.inProcess(config(Duration.ofSeconds(2)), 3);
+    HostCommunicator[] g = HostCommunicator.inProcess(config(Duration.ofSeconds(2)), 3);
     try {
       List<Throwable> errors = Ranks.runAll(3, 30_000, r -> {
         long count = r == 1 ? 64 : 96;
@@ -232,7 +232,7 @@ class InProcessCollectivesTest {
 
   @Test
   void closedCommunicatorsLeaveNoThreadBehind() throws InterruptedException {
-    Communicator[] g = Communicator.inProcess(config(TIMEOUT), 2, 2);
+    HostCommunicator[] g = HostCommunicator.inProcess(config(TIMEOUT), 2, 2);
     // the worker threads start with a first asynchronous call (blocking ones run inline)
     Ranks.run(4, 30_000, r -> {
       ByteBuffer b = Elements.direct(1, DataType.I32);
@@ -253,7 +253,7 @@ class InProcessCollectivesTest {
    */
   @Test
   void closeFromAnotherThreadEndsABlockingCallRunningInline() throws Exception {
-    Communicator[] g = Communicator.inProcess(config(TIMEOUT), 1, 2);
+    HostCommunicator[] g = HostCommunicator.inProcess(config(TIMEOUT), 1, 2);
     try {
       java.util.concurrent.atomic.AtomicReference<Throwable> thrown =
           new java.util.concurrent.atomic.AtomicReference<>();
@@ -280,7 +280,7 @@ class InProcessCollectivesTest {
 
   @Test
   void aBadArgumentFailsOnlyThatCallAndTheCommunicatorGoesOn() {
-    Communicator[] g = Communicator.inProcess(config(Duration.ofSeconds(20)), 1, 2);
+    HostCommunicator[] g = HostCommunicator.inProcess(config(Duration.ofSeconds(20)), 1, 2);
     try {
       Ranks.run(3, 60_000, r -> {
         if (r == 1) {

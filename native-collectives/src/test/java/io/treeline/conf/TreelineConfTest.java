@@ -25,6 +25,25 @@ class TreelineConfTest {
   }
 
   @Test
+  void theJarCarriesTheGeneratedDocsAndAnUnknownKeyListsTheKeysWithoutARepositoryPath()
+      throws Exception {
+    try (java.io.InputStream in = TreelineConf.class.getClassLoader().getResourceAsStream(
+        TreelineConf.DOC_RESOURCE)) {
+      assertTrue(in != null, TreelineConf.DOC_RESOURCE + " is not on the classpath");
+      assertEquals(TreelineConf.markdown(), new String(in.readAllBytes(),
+          java.nio.charset.StandardCharsets.UTF_8));
+    }
+    String m = assertThrows(IllegalArgumentException.class,
+        () -> new TreelineConf(Map.of("spark.treeline.nosuchkey", "1"))).getMessage();
+    for (ConfEntry<?> e : TreelineConf.entries()) {
+      assertEquals(!e.internal(), m.contains(e.key() + ",") || m.contains(e.key() + " ("),
+          e.key() + " in: " + m);
+    }
+    assertTrue(m.contains(TreelineConf.DOC_RESOURCE), m);
+    assertTrue(!m.contains("docs/"), m);
+  }
+
+  @Test
   void typedValuesWithUnitsAndDefaults() {
     TreelineConf c = new TreelineConf(Map.of("spark.treeline.timeout", "90s",
         "spark.treeline.bucketBytes", "8m", "spark.treeline.algorithm", "DBT",

@@ -11,7 +11,7 @@ import io.treeline.comm.CollectiveCheck;
 import io.treeline.comm.CommConfig;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
 import io.treeline.kernels.DevicePointers;
 import io.treeline.plan.Algorithm;
 import io.treeline.testing.Elements;

@@ -3,7 +3,7 @@ package io.treeline.examples.bench;
 import io.treeline.barrier.GradientAggregator;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Locale;
@@ -29,7 +29,7 @@ public final class AggregatorBench {
         {3 << 19, 3 << 19, 3 << 19, 3 << 19}};
     String[] names = {"mlp 0.9 MiB", "24 MiB"};
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(60));
-        Communicator comm = Communicator.create(boot, CommConfig.DEFAULT)) {
+        HostCommunicator comm = HostCommunicator.create(boot, CommConfig.DEFAULT)) {
       if (copy && comm.windowBytesLeft() > 0) {
         comm.reserveWindow(comm.windowBytesLeft());
       }

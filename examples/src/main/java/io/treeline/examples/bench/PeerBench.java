@@ -2,7 +2,7 @@ package io.treeline.examples.bench;
 
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.launch.ProcessLauncher;
@@ -61,7 +61,7 @@ public final class PeerBench {
     int factor = Integer.parseInt(args[4]);
     int warmup = args.length > 5 ? Integer.parseInt(args[5]) : -1; // -1: warmups(bytes)
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120));
-        Communicator comm = Communicator.create(boot, CommConfig.DEFAULT
+        HostCommunicator comm = HostCommunicator.create(boot, CommConfig.DEFAULT
             .withTimeout(Duration.ofSeconds(120)))) {
       int rank = comm.rank();
       int n = comm.size();
@@ -115,18 +115,18 @@ public final class PeerBench {
     return (int) Math.max(2, Math.min(3000, (64L << 20) / Math.max(1, bytes)));
   }
 
-  private static void barrier(Communicator comm) {
+  private static void barrier(HostCommunicator comm) {
     max(comm, 0);
   }
 
-  private static double max(Communicator comm, double v) {
+  private static double max(HostCommunicator comm, double v) {
     ByteBuffer b = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
     b.putDouble(0, v);
     comm.allReduce(b, b, 1, DataType.F64, ReduceOp.MAX);
     return b.getDouble(0);
   }
 
-  private static double sum(Communicator comm, double v) {
+  private static double sum(HostCommunicator comm, double v) {
     ByteBuffer b = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
     b.putDouble(0, v);
     comm.allReduce(b, b, 1, DataType.F64, ReduceOp.SUM);

@@ -4,7 +4,7 @@ import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.AlgorithmSelector;
 import io.treeline.plan.PlanConfig;
@@ -168,7 +168,7 @@ final class BenchCommand implements Callable<Integer> {
     AtomicReference<Throwable> failure = new AtomicReference<>();
     if (distributed) {
       try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(timeout);
-          Communicator comm = Communicator.create(boot, CommConfig.DEFAULT.withTimeout(timeout)
+          HostCommunicator comm = HostCommunicator.create(boot, CommConfig.DEFAULT.withTimeout(timeout)
               .withPlan(cfg))) {
         Backend b = new CommBackend(comm);
         if (b.rank() == 0) {
@@ -185,11 +185,11 @@ final class BenchCommand implements Callable<Integer> {
           type, op, iters, warmup);
       int[] layout = new int[topo.nodes()];
       java.util.Arrays.fill(layout, topo.localSize(0));
-      Communicator[] comms = Communicator.inProcess(CommConfig.DEFAULT.withTimeout(timeout)
+      HostCommunicator[] comms = HostCommunicator.inProcess(CommConfig.DEFAULT.withTimeout(timeout)
           .withPlan(cfg), layout);
       try {
         List<Thread> threads = new ArrayList<>();
-        for (Communicator c : comms) {
+        for (HostCommunicator c : comms) {
           Backend b = new CommBackend(c);
           Thread th = new Thread(() -> {
             try {
@@ -209,7 +209,7 @@ final class BenchCommand implements Callable<Integer> {
         Thread.currentThread().interrupt();
         return 1;
       } finally {
-        for (Communicator c : comms) {
+        for (HostCommunicator c : comms) {
           c.close();
         }
       }
@@ -267,7 +267,7 @@ final class BenchCommand implements Callable<Integer> {
     long sum(long v) throws Exception;
   }
 
-  private record CommBackend(Communicator c) implements Backend {
+  private record CommBackend(HostCommunicator c) implements Backend {
     public int rank() {
       return c.rank();
     }

@@ -6,6 +6,7 @@ import io.treeline.plan.Plan;
 import io.treeline.plan.PlanConfig;
 import io.treeline.plan.PlanPrinter;
 import io.treeline.plan.Ring;
+import io.treeline.plan.StagedHierarchical;
 import io.treeline.plan.Topology;
 import io.treeline.plan.TreeBroadcast;
 import io.treeline.plan.TwoShot;
@@ -29,7 +30,8 @@ import picocli.CommandLine.Spec;
     footer = {"", "Examples:", "  ./treeline plan --nodes 4 --gpus 8 --algo dbt --bytes 1M",
         "  ./treeline plan --nodes 5 --gpus 1 --algo dbt --bytes 1M --json",
         "  ./treeline plan --nodes 16 --gpus 8 --algo hierarchical --bytes 256M --verify "
-            + "--no-steps"})
+            + "--no-steps",
+        "  ./treeline plan --gpu --nodes 4 --gpus 8 --bytes 64M --verify --no-steps"})
 final class PlanCommand implements Callable<Integer> {
   @Spec
   CommandSpec spec;
@@ -49,8 +51,23 @@ final class PlanCommand implements Callable<Integer> {
   String ranksPerNode;
 
   @Option(names = "--algo", paramLabel = "NAME", defaultValue = "hierarchical",
-      description = "ring, dbt, oneshot, twoshot, hierarchical (default: ${DEFAULT-VALUE})")
+      completionCandidates = AlgorithmIds.class,
+      description = "${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE})")
   Algorithm algo;
+
+  @Option(names = "--gpu",
+      description = "the GPU path's plan: one node runs oneshot or twoshot on device memory "
+          + "(hierarchical means twoshot there); several nodes run " + StagedHierarchical.NAME
+          + " (reduce-scatter on the GPUs, trees across nodes on host copies, all-gather on "
+          + "the GPUs)")
+  boolean gpu;
+
+  @Option(names = "--staging-chunk", paramLabel = "SIZE", defaultValue = "4M",
+      converter = Units.Size.class,
+      description = "with --gpu across nodes: the unit in which a slice is copied to the host, "
+          + "crosses and is copied back, 4K..1G (default: ${DEFAULT-VALUE}, as "
+          + "spark.treeline.gpu.stagingChunkBytes)")
+  long stagingChunk;
 
   @Option(names = "--collective", paramLabel = "NAME", defaultValue = "allreduce",
       description = "allreduce, reducescatter, allgather, broadcast (default: ${DEFAULT-VALUE})")
@@ -119,7 +136,8 @@ final class PlanCommand implements Callable<Integer> {
     }
     long count = bytes / type.size();
     PlanConfig cfg = PlanConfig.DEFAULT.withChunkBytes(chunk);
-    Plan plan = build(spec, collective, algo, topo, type, count, root, cfg);
+    Plan plan = gpu ? buildGpu(spec, collective, algo, topo, type, count, cfg, stagingChunk)
+        : build(spec, collective, algo, topo, type, count, root, cfg);
     if (json) {
       out.println(PlanPrinter.json(plan));
     } else {
@@ -137,6 +155,30 @@ final class PlanCommand implements Callable<Integer> {
           + String.format("  symbolic execution took %.1f ms%n", ms));
     }
     return 0;
+  }
+
+  /** The plan the GPU path runs ({@code gpu.DeviceCommunicator}): allreduce only. */
+  static Plan buildGpu(CommandSpec spec, String collective, Algorithm algo, Topology topo,
+      DataType type, long count, PlanConfig cfg, long stagingChunk) {
+    if (!collective.toLowerCase(Locale.ROOT).replace("-", "").equals("allreduce")) {
+      throw Units.usage(spec, "--gpu plans are allreduces; the GPU path runs no "
+          + collective + " (drop --gpu for the host path's)");
+    }
+    if (topo.nodes() == 1) {
+      if (algo != Algorithm.ONESHOT && algo != Algorithm.TWOSHOT
+          && algo != Algorithm.HIERARCHICAL) {
+        throw Units.usage(spec, "--gpu --algo " + algo.id() + ": inside a node the GPU path "
+            + "runs oneshot or twoshot");
+      }
+      return (algo == Algorithm.ONESHOT ? Algorithm.ONESHOT : Algorithm.TWOSHOT)
+          .allReduce(topo, type, count, cfg);
+    }
+    if (algo != Algorithm.HIERARCHICAL) {
+      throw Units.usage(spec, "--gpu --algo " + algo.id() + ": across nodes the GPU path runs "
+          + "hierarchical (as " + StagedHierarchical.NAME + ")");
+    }
+    Units.sizeRange(spec, "--staging-chunk", stagingChunk, 4096, 1L << 30, "a staging chunk");
+    return StagedHierarchical.allReduce(topo, type, count, cfg, stagingChunk);
   }
 
   static Plan build(CommandSpec spec, String collective, Algorithm algo, Topology topo,

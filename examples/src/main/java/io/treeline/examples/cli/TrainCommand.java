@@ -4,7 +4,8 @@ import io.treeline.barrier.BarrierJobs;
 import io.treeline.barrier.Treeline;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
+import io.treeline.core.Communicator;
 import io.treeline.examples.gpu.GpuTrainOptions;
 import io.treeline.examples.gpu.GpuTrainer;
 import io.treeline.examples.mnist.FashionMnist;
@@ -239,7 +240,7 @@ final class TrainCommand implements Callable<Integer> {
           DeviceCommunicator comm = Treeline.deviceCommunicator();
           boolean lead = comm.rank() == 0;
           GpuTrainer.Outcome r = GpuTrainer.train(comm, FashionMnist.load(Path.of(data)), go,
-              lead ? print : null, lead && Progress.enabled() ? System.err : null);
+              lead ? print : null, lead ? Progress.epochs() : null);
           return List.of(r.result()).iterator();
         }
         Communicator comm = Treeline.communicator();
@@ -321,7 +322,7 @@ final class TrainCommand implements Callable<Integer> {
   private static int plainProcesses(Trainer.Options o, Path dataDir, Path outDir,
       PrintStream out) throws IOException {
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120));
-        Communicator comm = Communicator.create(boot, CommConfig.DEFAULT)) {
+        HostCommunicator comm = HostCommunicator.create(boot, CommConfig.DEFAULT)) {
       boolean lead = comm.rank() == 0;
       if (lead) {
         out.printf("treeline train: %d ranks as processes (%d node(s)), global batch %d, %d "

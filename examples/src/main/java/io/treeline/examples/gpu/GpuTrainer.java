@@ -146,7 +146,7 @@ public final class GpuTrainer {
 
   /** Trains on {@code comm}'s GPU; collective: every rank calls it with the same options. */
   public static Outcome train(DeviceCommunicator comm, FashionMnist data, GpuTrainOptions go,
-      PrintStream out, PrintStream progress) {
+      PrintStream out, Trainer.Progress progress) {
     Trainer.Options o = go.train();
     int ranks = comm.size();
     int rank = comm.topologyRank();
@@ -257,7 +257,7 @@ public final class GpuTrainer {
     }
 
     Outcome train(Trainer.Options o, int rank, int ranks, PrintStream out,
-        PrintStream progress) {
+        Trainer.Progress progress) {
       int[] sizes = layout.sizes();
       int layers = layout.layers();
       long p = layout.params();
@@ -296,6 +296,9 @@ public final class GpuTrainer {
       float[] ms = new float[1];
       long start = System.nanoTime();
       for (int epoch = 1; epoch <= o.epochs(); epoch++) {
+        if (progress != null) {
+          progress.epochStarted(epoch, o.epochs(), steps);
+        }
         shuffle(perm, o.seed() * 31 + epoch); // the CPU job's order
         synchronizeAll();
         cuMemcpyHtoD(DevicePointers.at(order), Pointer.to(perm), 4L * n);
@@ -335,8 +338,8 @@ public final class GpuTrainer {
             cuStreamWaitEvent(compute, reduced, 0);
           }
           k.sgdMomentum(w, v, grad, p, lr, o.momentum(), epochStats, compute);
-          if (progress != null && (s + 1) % Math.max(1, steps / 40) == 0) {
-            bar(progress, epoch, o.epochs(), s + 1, steps);
+          if (progress != null) {
+            progress.stepped();
           }
         }
         synchronizeAll();
@@ -357,7 +360,7 @@ public final class GpuTrainer {
         history.add(e);
         gpuEpochs.add(new GpuEpoch(e, seconds * 1e3 / steps));
         if (progress != null) {
-          progress.print("\r" + " ".repeat(78) + "\r");
+          progress.epochEnded();
         }
         if (out != null) {
           out.printf("epoch %2d/%d  loss %.4f  train acc %.4f  test acc %.4f  %7.0f samples/s"
@@ -474,6 +477,7 @@ public final class GpuTrainer {
       for (CUdeviceptr m : memory) {
         cuMemFree(m);
       }
+      k.close();
       if (ownStream != null) {
         cuStreamDestroy(ownStream);
       }
@@ -488,13 +492,5 @@ public final class GpuTrainer {
       a[i] = a[j];
       a[j] = t;
     }
-  }
-
-  private static void bar(PrintStream progress, int epoch, int epochs, int step, int steps) {
-    int width = 40;
-    int done = (int) ((long) width * step / steps);
-    progress.print("\repoch " + epoch + "/" + epochs + " [" + "=".repeat(done)
-        + " ".repeat(width - done) + "] " + (100L * step / steps) + "%");
-    progress.flush();
   }
 }

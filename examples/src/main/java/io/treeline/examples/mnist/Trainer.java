@@ -1,7 +1,7 @@
 package io.treeline.examples.mnist;
 
 import io.treeline.barrier.GradientAggregator;
-import io.treeline.comm.Communicator;
+import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import java.io.PrintStream;

@@ -57,6 +57,27 @@ class TreelineCliTest {
   }
 
   @Test
+  void theGpuPathsPlanAcrossNodesStagesThroughTheHostAndIsProved() {
+    Result r = run("plan", "--gpu", "--nodes", "3", "--gpus", "2", "--bytes", "1M",
+        "--staging-chunk", "64K", "--verify");
+    assertEquals(0, r.code, r.err);
+    assertTrue(r.out.contains("plan hierarchical-staged allreduce: 3 nodes, 6 ranks"), r.out);
+    // 1 MiB in 2 slices of 512 KiB, 8 stage chunks of 64 KiB each, 6 ranks
+    assertTrue(r.out.contains("48 stage chunks in all, at most 8 per rank, each at most "
+        + "64 KiB"), r.out);
+    assertTrue(r.out.contains("stage-out    OUTPUT -> STAGE"), r.out);
+    assertTrue(r.out.contains("verified: 6 ranks on 3 nodes"), r.out);
+    Result one = run("plan", "--gpu", "--nodes", "1", "--gpus", "4", "--no-steps");
+    assertTrue(one.out.contains("plan twoshot allreduce"), one.out);
+    Result ring = run("plan", "--gpu", "--nodes", "2", "--algo", "ring");
+    assertEquals(2, ring.code);
+    assertTrue(ring.err.contains("across nodes the GPU path runs hierarchical"), ring.err);
+    Result bc = run("plan", "--gpu", "--collective", "broadcast");
+    assertEquals(2, bc.code);
+    assertTrue(bc.err.contains("--gpu plans are allreduces"), bc.err);
+  }
+
+  @Test
   void mistakesExitWithCodeTwoAndSayWhatIsWrong() {
     Result r = run("plan", "--nodes", "2", "--algo", "oneshot");
     assertEquals(2, r.code);

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
-import io.treeline.comm.Communicator;
+import io.treeline.comm.HostCommunicator;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -43,7 +43,7 @@ class TrainerTest {
       Thread t = new Thread(() -> {
         try (TcpStoreBootstrap boot = TcpStoreBootstrap.create(rank, ranks, "127.0.0.1", port,
             "t".getBytes(StandardCharsets.UTF_8), Duration.ofSeconds(60));
-            Communicator c = Communicator.create(boot, CommConfig.DEFAULT)) {
+            HostCommunicator c = HostCommunicator.create(boot, CommConfig.DEFAULT)) {
           out[rank] = Trainer.train(c, data, o, null, null);
         } catch (Throwable e) {
           failure.compareAndSet(null, e);

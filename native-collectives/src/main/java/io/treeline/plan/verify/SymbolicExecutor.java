@@ -92,9 +92,9 @@ public final class SymbolicExecutor {
     this.n = topo.size();
     this.capacity = capacity;
     @SuppressWarnings("unchecked")
-    Segments<Sym>[][] v = new Segments[n][2];
+    Segments<Sym>[][] v = new Segments[n][Buf.values().length];
     @SuppressWarnings("unchecked")
-    Segments<Access>[][] a = new Segments[n][2];
+    Segments<Access>[][] a = new Segments[n][Buf.values().length];
     this.values = v;
     this.access = a;
     this.clock = new int[n][];
@@ -113,6 +113,8 @@ public final class SymbolicExecutor {
       clock[r][topo.localRank(r)] = 1;
       access[r][Buf.INPUT.ordinal()] = new Segments<>(plan.count(), new Access(1, new int[local]));
       access[r][Buf.OUTPUT.ordinal()] = new Segments<>(plan.count(), new Access(0, new int[local]));
+      values[r][Buf.STAGE.ordinal()] = new Segments<>(plan.count(), null);
+      access[r][Buf.STAGE.ordinal()] = new Segments<>(plan.count(), new Access(0, new int[local]));
       flagWaiters.add(new ArrayList<>());
     }
   }
@@ -188,7 +190,7 @@ public final class SymbolicExecutor {
   private boolean execute(int r, Step step) {
     if (step instanceof Step.Copy c) {
       List<Run<Sym>> in = read(r, r, Buf.INPUT, c.offset(), c.count(), step);
-      write(r, c.offset(), c.count(), finishAll(r, step, in, c.finish()), step);
+      write(r, Buf.OUTPUT, c.offset(), c.count(), finishAll(r, step, in, c.finish()), step);
     } else if (step instanceof Step.Send s) {
       checkPeer(r, s.peer(), step);
       Channel ch = channel(r, s.peer(), s.lane(), step);
@@ -214,13 +216,21 @@ public final class SymbolicExecutor {
         return false;
       }
       List<Run<Sym>> acc = read(r, r, rr.acc(), rr.offset(), rr.count(), step);
-      write(r, rr.offset(), rr.count(), reduce(r, step, acc, m.values, rr.finish()), step);
+      write(r, rr.acc() == Buf.STAGE ? Buf.STAGE : Buf.OUTPUT, rr.offset(), rr.count(),
+          reduce(r, step, acc, m.values, rr.finish()), step);
     } else if (step instanceof Step.RecvCopy rc) {
       Message m = receive(r, rc.peer(), rc.lane(), rc.offset(), rc.count(), step);
       if (m == null) {
         return false;
       }
-      write(r, rc.offset(), rc.count(), m.values, step);
+      write(r, rc.dst(), rc.offset(), rc.count(), m.values, step);
+    } else if (step instanceof Step.StageOut so) {
+      write(r, Buf.STAGE, so.offset(), so.count(), read(r, r, Buf.OUTPUT, so.offset(),
+          so.count(), step), step);
+    } else if (step instanceof Step.StageIn si) {
+      List<Run<Sym>> staged = read(r, r, Buf.STAGE, si.offset(), si.count(), step);
+      write(r, Buf.OUTPUT, si.offset(), si.count(), finishAll(r, step, staged, si.finish()),
+          step);
     } else if (step instanceof Step.Signal sg) {
       if (sg.phase() <= signalled[r]) {
         throw fail(r, step, "signals phase " + sg.phase() + " after phase " + signalled[r]
@@ -246,6 +256,7 @@ public final class SymbolicExecutor {
       acquire(r, snap);
     } else if (step instanceof Step.ReduceFrom rf) {
       List<Run<Sym>> acc = null;
+      checkPeerMemory(r, rf.buf(), step);
       for (int p : rf.peers()) {
         checkLocalPeer(r, p, step);
         List<Run<Sym>> v = read(r, p, rf.buf(), rf.offset(), rf.count(), step);
@@ -254,11 +265,12 @@ public final class SymbolicExecutor {
       if (acc == null) {
         throw fail(r, step, "reduces from no peers");
       }
-      write(r, rf.offset(), rf.count(), finishAll(r, step, acc, rf.finish()), step);
+      write(r, Buf.OUTPUT, rf.offset(), rf.count(), finishAll(r, step, acc, rf.finish()), step);
     } else if (step instanceof Step.CopyFrom cf) {
       checkLocalPeer(r, cf.peer(), step);
-      write(r, cf.offset(), cf.count(), read(r, cf.peer(), cf.buf(), cf.offset(), cf.count(),
-          step), step);
+      checkPeerMemory(r, cf.buf(), step);
+      write(r, Buf.OUTPUT, cf.offset(), cf.count(), read(r, cf.peer(), cf.buf(), cf.offset(),
+          cf.count(), step), step);
     } else {
       throw new AssertionError(step);
     }
@@ -314,9 +326,11 @@ public final class SymbolicExecutor {
     return v;
   }
 
-  private void write(int r, long offset, long count, List<Run<Sym>> v, Step step) {
-    checkOwnWrite(r, offset, count, step);
-    Segments<Sym> out = values[r][Buf.OUTPUT.ordinal()];
+  private void write(int r, Buf dst, long offset, long count, List<Run<Sym>> v, Step step) {
+    if (dst == Buf.OUTPUT) {
+      checkOwnWrite(r, offset, count, step);
+    }
+    Segments<Sym> out = values[r][dst.ordinal()];
     for (Run<Sym> run : v) {
       out.put(run.lo(), run.hi(), run.value());
     }
@@ -551,6 +565,12 @@ public final class SymbolicExecutor {
   private void checkPeer(int r, int peer, Step step) {
     if (peer < 0 || peer >= n || peer == r) {
       throw fail(r, step, "names peer " + peer + ", which is not another rank of " + n);
+    }
+  }
+
+  private void checkPeerMemory(int r, Buf buf, Step step) {
+    if (buf == Buf.STAGE) {
+      throw fail(r, step, "reads a peer's STAGE, a rank's private host copy, not peer memory");
     }
   }
 

@@ -2,8 +2,8 @@ package io.treeline.transport.inprocess;
 
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
-import io.treeline.exec.CallMismatchException;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CallMismatchException;
+import io.treeline.core.CollectiveException;
 import io.treeline.exec.HostPeerMemory;
 import io.treeline.exec.NetworkLink;
 import io.treeline.exec.PlanRunner;
@@ -194,8 +194,8 @@ public final class InProcessTransport {
       long meta = calls.get(at + 2);
       if (seq == sequence && calls.get(at) == seq
           && (count != call.count() || meta != call.meta())) {
-        throw new CallMismatchException(rank, peer, phase, sequence, call, seq,
-            new CallDescriptor(count, meta));
+        throw new CallMismatchException(rank, peer, phase, sequence, call.describe(), seq,
+            new CallDescriptor(count, meta).describe());
       }
     }
 
@@ -255,8 +255,8 @@ public final class InProcessTransport {
       int i = (int) (head % ch.slot.length);
       if (ch.sequence[i] != sequence || ch.count[i] != call.count()
           || ch.meta[i] != call.meta()) {
-        throw new CallMismatchException(rank, peer, phase, sequence, call, ch.sequence[i],
-            new CallDescriptor(ch.count[i], ch.meta[i]));
+        throw new CallMismatchException(rank, peer, phase, sequence, call.describe(),
+            ch.sequence[i], new CallDescriptor(ch.count[i], ch.meta[i]).describe());
       }
       if (ch.length[i] != bytes) {
         throw new CollectiveException(rank, peer, phase, "expected a " + bytes

@@ -38,8 +38,9 @@ import java.nio.file.Path;
  * byte the owner wrote to INPUT and OUTPUT before publishing v, and the call (C.SEQ, C.COUNT,
  * C.META: the sequence number and {@code CallDescriptor} of the collective it is in), which
  * peers compare with their own. ABORT, in its own cache line, is set once (after the reason) by
- * an owner whose collective failed, so that peers waiting on it fail at once, with its reason,
- * instead of at their timeout.
+ * an owner whose collective failed ({@link #FAILED}), so that peers waiting on it fail at once,
+ * with its reason, instead of at their timeout, or by an owner that leaves in order after its
+ * last call C.SEQ ({@link #LEFT}), so that only a peer waiting on it in a later call fails.
  */
 public final class SharedSegment implements AutoCloseable {
   public static final long MAGIC = 0x54524545_4C494E45L; // "TREELINE"
@@ -55,6 +56,9 @@ public final class SharedSegment implements AutoCloseable {
   public static final int ABORT_REASON_OFFSET = 256;
   public static final int ABORT_REASON_MAX = 4096 - ABORT_REASON_OFFSET;
   public static final int HEADER = 4096;
+  /** ABORT values: the owner's collective failed; the owner left after its last call. */
+  public static final long FAILED = 1;
+  public static final long LEFT = 2;
 
   private static final VarHandle LONGS =
       MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
@@ -170,11 +174,28 @@ public final class SharedSegment implements AutoCloseable {
 
   /** Owner only: tell the peers that this rank's collectives failed, and why. */
   public void abort(String reason) {
+    publishAbort(FAILED, reason);
+  }
+
+  /** Owner only: tell the peers that this rank leaves after its last call (C.SEQ), and why. */
+  public void leave(String reason) {
+    publishAbort(LEFT, reason);
+  }
+
+  private void publishAbort(long kind, String reason) {
+    if ((long) LONGS.getAcquire(map, ABORT_OFFSET) != 0) {
+      return; // set once: the first word stands
+    }
     byte[] r = reason.getBytes(java.nio.charset.StandardCharsets.UTF_8);
     int n = Math.min(r.length, ABORT_REASON_MAX);
     map.put(ABORT_REASON_OFFSET, r, 0, n);
     map.putLong(ABORT_LENGTH_OFFSET, n);
-    LONGS.setRelease(map, ABORT_OFFSET, 1L);
+    LONGS.setRelease(map, ABORT_OFFSET, kind);
+  }
+
+  /** The ABORT word (acquire): 0, {@link #FAILED} or {@link #LEFT}. */
+  public long abortWord() {
+    return (long) LONGS.getAcquire(map, ABORT_OFFSET);
   }
 
   /** The owner's abort reason; call after {@link #aborted()} returned true. */

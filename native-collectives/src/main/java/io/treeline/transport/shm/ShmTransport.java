@@ -2,6 +2,7 @@ package io.treeline.transport.shm;
 
 import io.treeline.exec.CallDescriptor;
 import io.treeline.exec.HostPeerMemory;
+import io.treeline.exec.PeerWatch;
 import io.treeline.plan.Buf;
 import io.treeline.transport.TransportProvider;
 import java.io.ByteArrayInputStream;
@@ -18,7 +19,10 @@ import java.time.Duration;
  * Peer memory on the host through shared-memory segments: each rank creates a segment of its own
  * ({@link SharedSegment}), publishes its path, maps its node peers' segments, and deletes its
  * file once every peer has mapped it (the setup barrier), so that nothing is left under
- * {@code /dev/shm} whatever happens later. Flags are the segments' FLAG words (VarHandle
+ * {@code /dev/shm} whatever happens later. A rank killed before that cannot delete its file:
+ * files are named with their owner's pid, and every rank deletes those of dead owners when it
+ * opens and when its set-up fails ({@link Leftovers}); a shutdown hook deletes this process's
+ * own file on a signal during set-up. Flags are the segments' FLAG words (VarHandle
  * release/acquire), waits go through {@link PeerFlags} (abort, process exit, deadline).
  */
 public final class ShmTransport implements TransportProvider<HostPeerMemory> {
@@ -31,9 +35,12 @@ public final class ShmTransport implements TransportProvider<HostPeerMemory> {
 
   @Override
   public Pending<HostPeerMemory> open(Local local) throws IOException {
-    Path path = SharedSegment.directory().resolve("treeline-" + SharedSegment.jobTag(
-        local.secret()) + "-r" + local.rank() + "-p" + ProcessHandle.current().pid());
+    Path dir = SharedSegment.directory();
+    Leftovers.sweep(dir);
+    Path path = dir.resolve(Leftovers.PREFIX + SharedSegment.jobTag(local.secret()) + "-r"
+        + local.rank() + Leftovers.PID_MARK + ProcessHandle.current().pid());
     SharedSegment own = SharedSegment.create(path, local.rank(), segmentBytes);
+    Leftovers.own(path);
     return new Pending<>() {
       @Override
       public byte[] address() {
@@ -57,13 +64,19 @@ public final class ShmTransport implements TransportProvider<HostPeerMemory> {
           }
           peers.barrier().run(); // every local peer has mapped our segment
           own.unlink();
-          return new Memory(peers.planRank(), own, segs, peers.pids(), peers.timeout());
+          Leftovers.unlinked(path);
+          Memory m = new Memory(peers.planRank(), own, segs, peers.pids(), peers.timeout(),
+              peers.watch());
+          peers.watch().addCheck(m.flags::scan);
+          return m;
         } catch (IOException | RuntimeException e) {
           for (SharedSegment s : segs) {
             if (s != null && s != own) {
               s.close();
             }
           }
+          // a peer killed during set-up cannot remove its file; one that is dead, we can
+          Leftovers.sweep(SharedSegment.directory());
           throw e;
         }
       }
@@ -71,6 +84,7 @@ public final class ShmTransport implements TransportProvider<HostPeerMemory> {
       @Override
       public void close() {
         own.close();
+        Leftovers.unlinked(path);
       }
     };
   }
@@ -96,10 +110,10 @@ public final class ShmTransport implements TransportProvider<HostPeerMemory> {
     private CallDescriptor call;
 
     Memory(int rank, SharedSegment own, SharedSegment[] segments, long[] pids,
-        Duration timeout) {
+        Duration timeout, PeerWatch watch) {
       this.own = own;
       this.segments = segments;
-      this.flags = new PeerFlags(rank, segments, pids, timeout, () -> aborted);
+      this.flags = new PeerFlags(rank, segments, pids, timeout, () -> aborted, watch);
     }
 
     @Override
@@ -134,6 +148,12 @@ public final class ShmTransport implements TransportProvider<HostPeerMemory> {
     public void abort(String reason) {
       aborted = true;
       own.abort(reason);
+    }
+
+    @Override
+    public void leave(String reason) {
+      aborted = true;
+      own.leave(reason);
     }
 
     @Override

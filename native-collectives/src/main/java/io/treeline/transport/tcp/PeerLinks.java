@@ -1,12 +1,14 @@
 package io.treeline.transport.tcp;
 
+import io.treeline.bootstrap.BootstrapException;
 import io.treeline.bootstrap.Handshake;
+import io.treeline.bootstrap.SecureAcceptor;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CallMismatchException;
+import io.treeline.core.CollectiveException;
 import io.treeline.exec.NetworkLink;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
+import io.treeline.exec.PeerWatch;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
@@ -17,6 +19,8 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
@@ -25,36 +29,49 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * TCP links between this rank and its peers, one connection per peer pair carrying every lane.
- *
- * <p>The lower rank of a pair connects, the higher accepts, both when they first need the
- * link; the connector proves the job secret before the connection carries anything. After
- * that, one selector thread receives for all links, straight into the slots of the lane a
- * frame names, and the rank's own thread sends with non-blocking writes that back off until
- * the collective's deadline. Flow control is by credits: each lane of a link has
+ * TCP links between this rank and every other rank of the group, one connection per pair
+ * carrying every lane, all made by {@link #connect} at set-up (the lower rank connects, the
+ * higher accepts). Accepting never blocks: a {@link SecureAcceptor} proves the job secret on
+ * each connection with a short deadline, so a stranger's idle or garbage connection delays
+ * no one. After set-up, one selector thread receives for all links, straight into the slots of
+ * the lane a frame names, and the rank's own thread sends with non-blocking writes that back
+ * off until the collective's deadline. Flow control is by credits: each lane of a link has
  * {@code slotsPerLane} receive slots, a sender sends only while it holds a credit, and a
  * receiver returns a credit when it releases a slot. So the receiver never has to stop reading
  * one lane because another is full, both trees of a double binary tree stay in flight, and a
  * receive is always posted, however far behind the sends are (seed 003's lesson).
  *
  * <p>Every DATA frame carries the sender's call (sequence number and {@code CallDescriptor}),
- * and a receiver whose own call differs fails naming both: ranks that make different collective
- * calls fail instead of hanging or mixing data. A rank whose collective fails sends an ABORT
- * frame with the reason to every linked peer before it closes.
+ * and a receiver whose own call differs fails naming both. Because every pair is linked, a
+ * failure reaches every rank at once: a failing rank sends ABORT with its reason to all, a rank
+ * that leaves in order sends CLOSE with its last call, and a connection that ends without either
+ * means the process died. Each is recorded in the rank's {@link PeerWatch}, which every wait of
+ * every transport polls. STATUS_REQUEST / STATUS frames carry the hang report
+ * ({@link #describeWaits}): the selector thread answers for its rank, whatever the rank thread
+ * is doing.
  *
  * <pre>
  * frame:  | type (4) | lane (4) | length (4) | pad (4) | sequence (8) | count (8) | meta (8) |
- *         | payload (length bytes: DATA data, ABORT reason) |
+ *         | payload (length bytes: DATA data; ABORT, CLOSE, STATUS text) |
  * </pre>
  */
 public final class PeerLinks implements NetworkLink {
   public static final int MAX_LANES = 64;
-  private static final int DATA = 1;
-  private static final int CREDIT = 2;
-  private static final int ABORT = 3;
-  private static final int HEADER = 40;
-  private static final int MAX_REASON = 4096;
-  private static final String PURPOSE = "treeline-peer";
+  /** Connections that may be proving the secret at once. */
+  public static final int MAX_PENDING = 64;
+  static final int DATA = 1;
+  static final int CREDIT = 2;
+  static final int ABORT = 3;
+  static final int CLOSE = 4;
+  static final int STATUS_REQUEST = 5;
+  static final int STATUS = 6;
+  static final int HEADER = 40;
+  static final int MAX_TEXT = 4096;
+  static final String PURPOSE = "treeline-peer";
+  private static final String MESSAGE = "a message";
+  private static final String CREDIT_WAIT = "a credit";
+  private static final String ROOM = "room in the socket";
+  private static final String CONNECT = "its connection";
   private static final System.Logger LOG = System.getLogger("io.treeline.tcp");
 
   private final int rank;
@@ -62,50 +79,174 @@ public final class PeerLinks implements NetworkLink {
   private final InetSocketAddress[] addresses;
   private final int slotBytes;
   private final int slotsPerLane;
-  private final java.time.Duration timeout;
-  private final ServerSocketChannel listener;
+  private final Duration timeout;
+  private final PeerWatch watch;
   private final Selector selector;
   private final Link[] links;
   private final ConcurrentHashMap<Integer, SocketChannel> accepted = new ConcurrentHashMap<>();
   private final Queue<Link> toRegister = new ConcurrentLinkedQueue<>();
-  private final Thread acceptor;
+  private final SecureAcceptor acceptor;
   private final Thread receiver;
-  private final AtomicInteger refused = new AtomicInteger();
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
+  private volatile boolean connected;
+  private volatile boolean statusPending;
   private volatile boolean closed;
+  private boolean saidGoodbye;
   private long callSequence;
   private long callCount;
   private long callMeta;
 
+  /** Links with a watch of their own (tests, a link used alone). */
+  public PeerLinks(int rank, byte[] secret, ServerSocketChannel listener,
+      InetSocketAddress[] addresses, int slotBytes, int slotsPerLane, Duration timeout)
+      throws IOException {
+    this(rank, secret, listener, addresses, slotBytes, slotsPerLane, timeout,
+        new PeerWatch(rank, timeout));
+  }
+
   /**
+   * Starts accepting; {@link #connect} makes the links.
+   *
    * @param listener this rank's bound listening channel (its address is in {@code addresses})
    * @param addresses every rank's listening address, by rank
    * @param timeout the collective timeout, quoted in errors
+   * @param watch this rank's view of the group, shared with its other transports
    */
   public PeerLinks(int rank, byte[] secret, ServerSocketChannel listener,
-      InetSocketAddress[] addresses, int slotBytes, int slotsPerLane, java.time.Duration timeout)
-      throws IOException {
+      InetSocketAddress[] addresses, int slotBytes, int slotsPerLane, Duration timeout,
+      PeerWatch watch) throws IOException {
     this.rank = rank;
     this.timeout = timeout;
+    this.watch = watch;
     this.secret = secret.clone();
-    this.listener = listener;
     this.addresses = addresses.clone();
     this.slotBytes = slotBytes;
     this.slotsPerLane = slotsPerLane;
     this.links = new Link[addresses.length];
     this.selector = Selector.open();
-    this.acceptor = new Thread(this::acceptLoop, "treeline-tcp-acceptor-" + rank);
     this.receiver = new Thread(this::receiveLoop, "treeline-tcp-receiver-" + rank);
-    acceptor.setDaemon(true);
     receiver.setDaemon(true);
-    acceptor.start();
     receiver.start();
+    this.acceptor = new SecureAcceptor("rank " + rank, listener, secret, PURPOSE,
+        Handshake.DEADLINE, MAX_PENDING, this::admit);
   }
 
-  /** Connections refused because they did not prove the secret. */
+  private void admit(int peer, SocketChannel ch) throws IOException {
+    if (peer < 0 || peer >= rank) {
+      throw new IOException("rank " + peer + " may not connect to rank " + rank
+          + " (the lower rank of a pair connects)");
+    }
+    if (connected) {
+      throw new IOException("rank " + peer + " connected after set-up");
+    }
+    if (accepted.putIfAbsent(peer, ch) != null) {
+      throw new IOException("rank " + peer + " is connected already");
+    }
+  }
+
+  /** Connections refused because they did not prove the secret, or came from the wrong rank. */
   @Override
   public int refusedConnections() {
-    return refused.get();
+    return acceptor.refused();
+  }
+
+  /**
+   * Links this rank with every other rank by {@code deadline}: connects to the higher ranks,
+   * waits for the lower ones. Fails naming the peer, at once when the group's watch hears of a
+   * failure, and at the deadline otherwise.
+   */
+  public void connect(long deadline) {
+    String phase = "set-up (connecting TCP links)";
+    for (int p = rank + 1; p < links.length; p++) {
+      links[p] = new Link(p, dial(p, deadline, phase));
+    }
+    for (int p = 0; p < rank; p++) {
+      SocketChannel ch;
+      boolean waiting = false;
+      while ((ch = accepted.get(p)) == null) {
+        long now = System.nanoTime();
+        if (!waiting) {
+          watch.waiting(p, phase, CONNECT, now);
+          waiting = true;
+        }
+        check(p, phase, deadline, now, false);
+        idle.idle();
+      }
+      idle.reset();
+      watch.waited();
+      links[p] = new Link(p, ch);
+    }
+    connected = true;
+    for (Link l : links) {
+      if (l != null) {
+        toRegister.add(l);
+      }
+    }
+    selector.wakeup();
+  }
+
+  /** Connects to {@code peer} and proves the secret, without blocking past a poll. */
+  private SocketChannel dial(int peer, long deadline, String phase) {
+    SocketChannel ch = null;
+    try {
+      ch = SocketChannel.open();
+      ch.socket().connect(addresses[peer], (int) Math.max(1, Math.min(Integer.MAX_VALUE,
+          (deadline - System.nanoTime()) / 1_000_000)));
+      configure(ch);
+      ch.configureBlocking(false);
+      ByteBuffer nonce = ByteBuffer.allocate(Handshake.NONCE);
+      exchange(ch, peer, nonce, false, deadline, phase);
+      ByteBuffer answer = Handshake.answer(secret, PURPOSE, nonce.array(), rank);
+      exchange(ch, peer, answer, true, deadline, phase);
+      ByteBuffer verdict = ByteBuffer.allocate(Handshake.VERDICT);
+      exchange(ch, peer, verdict, false, deadline, phase);
+      if (verdict.getInt(0) != 1) {
+        throw Handshake.refusedBy(PURPOSE, rank);
+      }
+      return ch;
+    } catch (IOException e) {
+      closeQuietly(ch);
+      throw new CollectiveException(rank, peer, phase, "cannot connect to rank " + peer + " at "
+          + addresses[peer] + ": " + BootstrapException.describe(e) + " (timeout "
+          + timeout.toMillis() + " ms)", e);
+    } catch (RuntimeException e) {
+      closeQuietly(ch);
+      throw e;
+    }
+  }
+
+  private void exchange(SocketChannel ch, int peer, ByteBuffer b, boolean write, long deadline,
+      String phase) throws IOException {
+    watch.waiting(peer, phase, CONNECT, System.nanoTime());
+    while (b.hasRemaining()) {
+      int n = write ? ch.write(b) : ch.read(b);
+      if (n < 0) {
+        throw new java.io.EOFException("rank " + peer + " closed the connection during the "
+            + "handshake");
+      }
+      if (n == 0) {
+        check(peer, phase, deadline, System.nanoTime(), true);
+        idle.idle();
+      }
+    }
+    idle.reset();
+    watch.waited();
+  }
+
+  /** A set-up wait's poll: closed, a failure heard of, or the deadline (dialing or accepting). */
+  private void check(int peer, String phase, long deadline, long now, boolean dialing) {
+    if (closed) {
+      throw new CollectiveException(rank, peer, phase, "the communicator was closed", null);
+    }
+    String why = watch.poll(now);
+    if (why != null) {
+      throw watch.failed(phase, why);
+    }
+    if (now - deadline > 0) {
+      throw CollectiveException.timeout(rank, peer, phase, dialing ? "rank " + peer
+          + " to answer the handshake" : "rank " + peer + " to connect to "
+          + addresses[rank], timeout);
+    }
   }
 
   // ---- the rank thread's side ----------------------------------------------------------------
@@ -127,23 +268,32 @@ public final class PeerLinks implements NetworkLink {
   @Override
   public void send(int peer, int lane, ByteBuffer src, long offset, long bytes, long deadline,
       String phase) {
-    Link l = link(peer, deadline, phase);
+    Link l = link(peer, phase);
     checkLane(peer, lane, phase);
-    while (l.sent[lane] >= slotsPerLane + l.credits.getAcquire(lane)) {
-      waitOrFail(l, deadline, phase, "a credit to send on lane " + lane);
+    if (l.sent[lane] >= slotsPerLane + l.credits.getAcquire(lane)) {
+      boolean waiting = false;
+      while (l.sent[lane] >= slotsPerLane + l.credits.getAcquire(lane)) {
+        waiting = waitOrFail(l, deadline, phase, CREDIT_WAIT, lane, waiting);
+      }
+      idle.reset();
+      watch.waited();
     }
-    idle.reset();
-    l.header.clear();
-    l.header.putInt(DATA).putInt(lane).putInt((int) bytes).putInt(0).putLong(callSequence)
-        .putLong(callCount).putLong(callMeta).flip();
-    write(l, l.header, deadline, phase);
-    int savedLimit = src.limit();
-    int savedPos = src.position();
+    lockWrite(l);
     try {
-      src.limit((int) (offset + bytes)).position((int) offset);
-      write(l, src, deadline, phase);
+      l.header.clear();
+      l.header.putInt(DATA).putInt(lane).putInt((int) bytes).putInt(0).putLong(callSequence)
+          .putLong(callCount).putLong(callMeta).flip();
+      write(l, l.header, deadline, phase);
+      int savedLimit = src.limit();
+      int savedPos = src.position();
+      try {
+        src.limit((int) (offset + bytes)).position((int) offset);
+        write(l, src, deadline, phase);
+      } finally {
+        src.limit(savedLimit).position(savedPos);
+      }
     } finally {
-      src.limit(savedLimit).position(savedPos);
+      l.writing.setRelease(0);
     }
     l.sent[lane]++;
   }
@@ -151,29 +301,37 @@ public final class PeerLinks implements NetworkLink {
   /** The next message from {@code peer} on {@code lane}, valid until {@link #release}. */
   @Override
   public ByteBuffer receive(int peer, int lane, long bytes, long deadline, String phase) {
-    Link l = link(peer, deadline, phase);
+    Link l = link(peer, phase);
     checkLane(peer, lane, phase);
     Lane in = l.lane(lane, slotsPerLane, slotBytes);
     long head = in.counters.getPlain(Lane.HEAD);
+    boolean waiting = false;
     while (true) {
       // The receiver thread publishes a message (TAIL) before it records a failure it read
       // after it on the same socket (a peer that sent its last message and then closed), so
       // the failure is read first: a message published before it is seen by the check after.
       String failed = l.failure;
+      String group = watch.failure(); // the same order for a failure heard on any link
       if (in.counters.getAcquire(Lane.TAIL) > head) {
         break;
       }
       if (failed != null) {
         throw broken(l, phase, "a message on lane " + lane, failed);
       }
-      idleOrTimeout(l, deadline, phase, "a message on lane " + lane);
+      if (group != null) {
+        throw watch.failed(phase, group);
+      }
+      waiting = idleOrFail(l, deadline, phase, MESSAGE, lane, waiting);
     }
-    idle.reset();
+    if (waiting) {
+      idle.reset();
+      watch.waited();
+    }
     int i = (int) (head % slotsPerLane);
     if (in.sequence[i] != callSequence || in.count[i] != callCount || in.meta[i] != callMeta) {
-      throw new io.treeline.exec.CallMismatchException(rank, peer, phase, callSequence,
-          new io.treeline.exec.CallDescriptor(callCount, callMeta), in.sequence[i],
-          new io.treeline.exec.CallDescriptor(in.count[i], in.meta[i]));
+      throw new CallMismatchException(rank, peer, phase, callSequence,
+          new CallDescriptor(callCount, callMeta).describe(), in.sequence[i],
+          new CallDescriptor(in.count[i], in.meta[i]).describe());
     }
     if (in.length[i] != bytes) {
       throw new CollectiveException(rank, peer, phase, "expected a " + bytes + "-byte message"
@@ -191,32 +349,56 @@ public final class PeerLinks implements NetworkLink {
     Link l = links[peer];
     Lane in = l.lanes[lane];
     in.counters.setRelease(Lane.HEAD, in.counters.getPlain(Lane.HEAD) + 1);
-    l.header.clear();
-    l.header.putInt(CREDIT).putInt(lane).putInt(1).putInt(0).putLong(0).putLong(0).putLong(0)
-        .flip();
+    lockWrite(l);
     try {
+      l.header.clear();
+      l.header.putInt(CREDIT).putInt(lane).putInt(1).putInt(0).putLong(0).putLong(0).putLong(0)
+          .flip();
       write(l, l.header, deadline, phase);
     } catch (CollectiveException e) {
       // The data has arrived; only the peer's future sends need this credit. A peer that has
       // already finished (its last message was this one) may have closed the link: remember,
       // and fail the next use of the link instead of this collective.
-      l.failure = "returning a credit failed: " + e.getMessage();
+      if (l.failure == null) {
+        l.failure = "returning a credit failed: " + e.getMessage();
+      }
+    } finally {
+      l.writing.setRelease(0);
     }
   }
 
   private void write(Link l, ByteBuffer b, long deadline, String phase) {
     try {
+      boolean waiting = false;
       while (b.hasRemaining()) {
         if (l.channel.write(b) == 0) {
-          waitOrFail(l, deadline, phase, "room in the socket to rank " + l.peer);
-        } else {
-          idle.reset();
+          waiting = waitOrFail(l, deadline, phase, ROOM, -1, waiting);
         }
       }
+      if (waiting) {
+        idle.reset();
+        watch.waited();
+      }
     } catch (IOException e) {
-      throw new CollectiveException(rank, l.peer, phase, "the connection broke while sending: "
-          + e.getMessage() + " (the peer process may have died)", e);
+      throw new CollectiveException(rank, l.peer, phase, "the connection to rank " + l.peer
+          + " broke while sending (" + BootstrapException.describe(e) + "): "
+          + whyBroken(l), e);
     }
+  }
+
+  /**
+   * Why a link broke under a send: the peer's ABORT or CLOSE, if the receiver thread has it or
+   * reads it within 100 ms (a resumed rank's first write meets a closed socket before its
+   * receiver has read the abort waiting in it), else a process that died.
+   */
+  private String whyBroken(Link l) {
+    long until = System.nanoTime() + 100_000_000L;
+    while (l.failure == null && System.nanoTime() - until < 0) {
+      Thread.onSpinWait();
+      Thread.yield();
+    }
+    String f = l.failure;
+    return f != null ? f : "rank " + l.peer + "'s process died or closed the link";
   }
 
   private void checkLane(int peer, int lane, String phase) {
@@ -226,75 +408,50 @@ public final class PeerLinks implements NetworkLink {
     }
   }
 
-  private void waitOrFail(Link l, long deadline, String phase, String what) {
+  private boolean waitOrFail(Link l, long deadline, String phase, String what, int lane,
+      boolean waiting) {
     String failed = l.failure;
     if (failed != null) {
-      throw broken(l, phase, what, failed);
+      throw broken(l, phase, what + (lane >= 0 ? " on lane " + lane : ""), failed);
     }
-    idleOrTimeout(l, deadline, phase, what);
+    return idleOrFail(l, deadline, phase, what, lane, waiting);
   }
 
   private CollectiveException broken(Link l, String phase, String what, String failure) {
     return new CollectiveException(rank, l.peer, phase, "the connection to rank " + l.peer
-        + " failed while waiting for " + what + ": " + failure, null);
+        + " failed while waiting for " + what + ": " + failure + " (timeout "
+        + timeout.toMillis() + " ms not reached)", null);
   }
 
-  private void idleOrTimeout(Link l, long deadline, String phase, String what) {
+  /** One idle step of a wait on {@code l}; returns true (the wait is published). */
+  private boolean idleOrFail(Link l, long deadline, String phase, String what, int lane,
+      boolean waiting) {
+    long now = System.nanoTime();
+    if (!waiting) {
+      watch.waiting(l.peer, phase, what, now);
+    }
     if (closed) {
       throw new CollectiveException(rank, l.peer, phase, "the communicator was closed", null);
     }
-    if (System.nanoTime() - deadline > 0) {
-      throw CollectiveException.timeout(rank, l.peer, phase, what + " from rank " + l.peer,
-          timeout);
+    String why = watch.poll(now);
+    if (why != null) {
+      throw watch.failed(phase, why);
+    }
+    if (now - deadline > 0) {
+      throw CollectiveException.timeout(rank, l.peer, phase, what + (lane >= 0 ? " on lane "
+          + lane : "") + " from rank " + l.peer, timeout);
     }
     idle.idle();
+    return true;
   }
 
-  /** The link to {@code peer}, made on first use: the lower rank connects. */
-  private Link link(int peer, long deadline, String phase) {
-    Link l = links[peer];
-    if (l != null) {
-      return l;
+  private Link link(int peer, String phase) {
+    Link l = peer >= 0 && peer < links.length ? links[peer] : null;
+    if (l == null) {
+      throw new CollectiveException(rank, peer, phase, peer == rank || peer < 0
+          || peer >= links.length ? "no such peer" : "no link to rank " + peer
+          + " (connect() was not called)", null);
     }
-    if (peer == rank || peer < 0 || peer >= links.length) {
-      throw new CollectiveException(rank, peer, phase, "no such peer", null);
-    }
-    SocketChannel ch;
-    try {
-      if (rank < peer) {
-        ch = SocketChannel.open();
-        ch.socket().connect(addresses[peer], (int) Math.max(1,
-            Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000)));
-        configure(ch);
-        ch.socket().setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE,
-            (deadline - System.nanoTime()) / 1_000_000))); // the handshake too has a deadline
-        DataInputStream in = new DataInputStream(ch.socket().getInputStream());
-        DataOutputStream out = new DataOutputStream(ch.socket().getOutputStream());
-        Handshake.connect(in, out, secret, PURPOSE, rank);
-        ch.socket().setSoTimeout(0);
-      } else {
-        BackoffIdleStrategy wait = BackoffIdleStrategy.defaults();
-        while ((ch = accepted.remove(peer)) == null) {
-          if (closed) {
-            throw new CollectiveException(rank, peer, phase, "the communicator was closed",
-                null);
-          }
-          if (System.nanoTime() - deadline > 0) {
-            throw CollectiveException.timeout(rank, peer, phase, "rank " + peer
-                + " to connect to " + addresses[rank], timeout);
-          }
-          wait.idle();
-        }
-      }
-      ch.configureBlocking(false);
-    } catch (IOException e) {
-      throw new CollectiveException(rank, peer, phase, "cannot connect to rank " + peer + " at "
-          + addresses[peer] + ": " + e.getMessage(), e);
-    }
-    l = new Link(peer, ch);
-    links[peer] = l;
-    toRegister.add(l);
-    selector.wakeup();
     return l;
   }
 
@@ -304,44 +461,182 @@ public final class PeerLinks implements NetworkLink {
     ch.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);
   }
 
-  // ---- background threads --------------------------------------------------------------------
+  /** The rank thread's side of a link's write lock (the receiver thread writes STATUS too). */
+  private static void lockWrite(Link l) {
+    while (!l.writing.compareAndSet(0, 1)) {
+      Thread.onSpinWait(); // held for one short STATUS frame at most
+    }
+  }
 
-  private void acceptLoop() {
-    while (!closed) {
-      SocketChannel ch;
-      try {
-        ch = listener.accept();
-      } catch (IOException e) {
-        return; // closed
+  // ---- status: who waits for whom ------------------------------------------------------------
+
+  /**
+   * Asks every linked rank what it is doing, waits up to {@code budget} for the answers, and
+   * returns the report: one line per rank (its call, phase and the peer it waits on), then who
+   * is behind. Rank thread only; for a collective that timed out.
+   */
+  @Override
+  public String describeWaits(Duration budget) {
+    long now = System.nanoTime();
+    for (Link l : links) {
+      if (l == null) {
+        continue;
       }
-      try {
-        configure(ch);
-        ch.socket().setSoTimeout(30_000);
-        // unbuffered: a buffer could swallow the first frame that follows the handshake
-        DataInputStream in = new DataInputStream(ch.socket().getInputStream());
-        DataOutputStream out = new DataOutputStream(ch.socket().getOutputStream());
-        int peer = Handshake.accept(in, out, secret, PURPOSE);
-        if (peer < 0 || peer >= rank) {
-          throw new IOException("rank " + peer + " may not connect to rank " + rank);
+      l.status = null;
+      if (l.failure == null) {
+        try {
+          lockWrite(l);
+          try {
+            writeControl(l, STATUS_REQUEST, 0, 0, 0, new byte[0]);
+          } finally {
+            l.writing.setRelease(0);
+          }
+        } catch (IOException e) {
+          // no answer will come; the report says so
         }
-        ch.socket().setSoTimeout(0);
-        accepted.put(peer, ch);
+      }
+    }
+    long until = now + budget.toNanos();
+    for (Link l : links) {
+      while (l != null && l.failure == null && l.status == null
+          && System.nanoTime() - until < 0) {
+        java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+      }
+    }
+    long[] seq = new long[links.length];
+    boolean[] inCall = new boolean[links.length];
+    boolean[] answered = new boolean[links.length];
+    int[] waitsOn = new int[links.length];
+    boolean[] gone = new boolean[links.length];
+    StringBuilder b = new StringBuilder("who waits for whom (ranks in topology order):");
+    for (int p = 0; p < links.length; p++) {
+      b.append("\n  rank ").append(p).append(": ");
+      if (p == rank) {
+        seq[p] = watch.sequence();
+        inCall[p] = watch.inCall();
+        waitsOn[p] = watch.waitPeer();
+        answered[p] = true;
+        b.append(watch.describe(System.nanoTime())).append(" (this rank)");
+        continue;
+      }
+      Link l = links[p];
+      String s = l == null ? null : l.status;
+      if (s != null) {
+        seq[p] = l.statusSequence;
+        inCall[p] = l.statusInCall;
+        waitsOn[p] = l.statusWaitPeer;
+        answered[p] = true;
+        b.append(s);
+      } else if (l != null && l.failure != null) {
+        gone[p] = true;
+        b.append("gone: ").append(l.failure);
+      } else {
+        b.append("no answer within ").append(budget.toMillis()).append(" ms (stopped, hung "
+            + "or overloaded)");
+      }
+    }
+    b.append('\n').append(behind(seq, inCall, waitsOn, answered, gone));
+    return b.toString();
+  }
+
+  /**
+   * Names the ranks the others wait for: those in an older call and those that never answered;
+   * failing both, those in the call that wait for no one while others wait for them.
+   */
+  static String behind(long[] seq, boolean[] inCall, int[] waitsOn, boolean[] answered,
+      boolean[] gone) {
+    long newest = Long.MIN_VALUE;
+    for (int p = 0; p < seq.length; p++) {
+      if (answered[p]) {
+        newest = Math.max(newest, seq[p]);
+      }
+    }
+    StringBuilder late = new StringBuilder();
+    StringBuilder silent = new StringBuilder();
+    for (int p = 0; p < seq.length; p++) {
+      if (gone[p]) {
+        continue; // its own report (in its abort above) says where it was
+      }
+      if (!answered[p]) {
+        silent.append(silent.length() > 0 ? ", " : "").append(p);
+      } else if (seq[p] < newest) {
+        late.append(late.length() > 0 ? ", " : "").append(p).append(" (")
+            .append(inCall[p] ? "in call #" : "last call #").append(seq[p]).append(')');
+      }
+    }
+    StringBuilder out = new StringBuilder("behind: ");
+    if (late.length() > 0) {
+      out.append("rank ").append(late).append(", while others are in call #").append(newest);
+    }
+    if (silent.length() > 0) {
+      out.append(late.length() > 0 ? "; " : "").append("rank ").append(silent)
+          .append(" did not answer");
+    }
+    if (late.length() == 0 && silent.length() == 0) {
+      StringBuilder stuck = new StringBuilder();
+      for (int p = 0; p < seq.length; p++) {
+        boolean waitedFor = false;
+        for (int q = 0; q < seq.length; q++) {
+          waitedFor |= answered[q] && waitsOn[q] == p && q != p;
+        }
+        if (answered[p] && inCall[p] && waitsOn[p] < 0 && waitedFor && !gone[p]) {
+          stuck.append(stuck.length() > 0 ? ", " : "").append(p);
+        }
+      }
+      if (stuck.length() > 0) {
+        out.append("rank ").append(stuck).append(" (in call #").append(newest)
+            .append(" but waiting for no one while others wait for it: its thread is busy or "
+            + "stuck)");
+      } else {
+        out.append("no rank: every rank is in call #").append(newest)
+            .append(" (look for a cycle in the waits above)");
+      }
+    }
+    return out.toString();
+  }
+
+  /** Blocking-with-a-bound write of a control frame; caller holds the write lock. */
+  private void writeControl(Link l, int type, long sequence, long count, long meta, byte[] text)
+      throws IOException {
+    int n = Math.min(text.length, MAX_TEXT);
+    ByteBuffer f = ByteBuffer.allocate(HEADER + n);
+    f.putInt(type).putInt(0).putInt(n).putInt(0).putLong(sequence).putLong(count).putLong(meta)
+        .put(text, 0, n).flip();
+    long deadline = System.nanoTime() + 100_000_000L;
+    while (f.hasRemaining() && System.nanoTime() - deadline < 0) {
+      if (l.channel.write(f) == 0) {
+        Thread.onSpinWait();
+      }
+    }
+    if (f.hasRemaining()) {
+      throw new IOException("rank " + l.peer + " is not reading");
+    }
+  }
+
+  /** Receiver thread: answer the STATUS_REQUESTs it can write now; the rest on a later turn. */
+  private void answerStatus() {
+    statusPending = false;
+    for (Link l : links) {
+      if (l == null || !l.statusRequested) {
+        continue;
+      }
+      if (!l.writing.compareAndSet(0, 1)) {
+        statusPending = true; // the rank thread is sending on this link
+        continue;
+      }
+      try {
+        l.statusRequested = false;
+        writeControl(l, STATUS, watch.sequence(), watch.inCall() ? 1 : 0, watch.waitPeer(),
+            watch.describe(System.nanoTime()).getBytes(StandardCharsets.UTF_8));
       } catch (IOException e) {
-        refused.incrementAndGet();
-        LOG.log(System.Logger.Level.WARNING, "rank " + rank + " refused a connection from "
-            + remote(ch) + ": " + e.getMessage());
-        closeQuietly(ch);
+        // the requester is gone; nothing to answer
+      } finally {
+        l.writing.setRelease(0);
       }
     }
   }
 
-  private static String remote(SocketChannel ch) {
-    try {
-      return String.valueOf(ch.getRemoteAddress());
-    } catch (IOException e) {
-      return "?";
-    }
-  }
+  // ---- background thread ---------------------------------------------------------------------
 
   private void receiveLoop() {
     try {
@@ -350,7 +645,7 @@ public final class PeerLinks implements NetworkLink {
         while ((reg = toRegister.poll()) != null) {
           reg.channel.register(selector, SelectionKey.OP_READ, reg);
         }
-        selector.select(100);
+        selector.select(statusPending ? 5 : 100);
         for (SelectionKey k : selector.selectedKeys()) {
           Link l = (Link) k.attachment();
           try {
@@ -358,11 +653,15 @@ public final class PeerLinks implements NetworkLink {
               k.cancel();
             }
           } catch (IOException | RuntimeException e) {
-            l.failure = e.toString();
+            lost(l, "the connection to rank " + l.peer + " failed: "
+                + BootstrapException.describe(e));
             k.cancel();
           }
         }
         selector.selectedKeys().clear();
+        if (statusPending) {
+          answerStatus();
+        }
       }
     } catch (IOException | ClosedSelectorException e) {
       if (!closed) {
@@ -372,34 +671,60 @@ public final class PeerLinks implements NetworkLink {
             l.failure = "receiver thread failed: " + e;
           }
         }
+        watch.fail(rank, "rank " + rank + "'s TCP receiver failed: " + e);
       }
     }
   }
 
+  /** A link that ended without a goodbye: the peer died, or spoke nonsense. */
+  private void lost(Link l, String why) {
+    if (l.failure == null) {
+      l.failure = why;
+    }
+    if (!l.goodbye && !closed) {
+      watch.fail(l.peer, why);
+    }
+  }
+
   /**
-   * Tell every linked peer that this rank's collective failed, and why; best effort, never
-   * blocks beyond a short bounded write.
+   * Tell every peer that this rank's collective failed, and why; best effort, never blocks
+   * beyond a short bounded write per link.
    */
   @Override
   public void abort(String reason) {
-    byte[] r = reason.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-    int n = Math.min(r.length, MAX_REASON);
+    goodbye(ABORT, reason);
+  }
+
+  /** Tell every peer that this rank leaves in order, after its last call. */
+  @Override
+  public void leave(String reason) {
+    goodbye(CLOSE, reason);
+  }
+
+  private synchronized void goodbye(int type, String reason) {
+    if (saidGoodbye) {
+      return;
+    }
+    saidGoodbye = true;
+    byte[] r = reason.getBytes(StandardCharsets.UTF_8);
     for (Link l : links) {
       if (l == null || l.failure != null) {
         continue;
       }
+      long until = System.nanoTime() + 100_000_000L;
+      boolean locked;
+      while (!(locked = l.writing.compareAndSet(0, 1)) && System.nanoTime() - until < 0) {
+        Thread.onSpinWait();
+      }
+      if (!locked) {
+        continue; // a rank thread stuck in a send on this link: the close below tells the peer
+      }
       try {
-        ByteBuffer f = ByteBuffer.allocate(HEADER + n);
-        f.putInt(ABORT).putInt(0).putInt(n).putInt(0).putLong(0).putLong(0).putLong(0)
-            .put(r, 0, n).flip();
-        long deadline = System.nanoTime() + 100_000_000L;
-        while (f.hasRemaining() && System.nanoTime() < deadline) {
-          if (l.channel.write(f) == 0) {
-            Thread.onSpinWait();
-          }
-        }
+        writeControl(l, type, callSequence, 0, 0, r);
       } catch (IOException e) {
         // the peer is gone already
+      } finally {
+        l.writing.setRelease(0);
       }
     }
   }
@@ -407,10 +732,9 @@ public final class PeerLinks implements NetworkLink {
   @Override
   public void close() {
     closed = true;
-    closeQuietly(listener);
+    acceptor.close();
     selector.wakeup();
     try {
-      acceptor.join(5000);
       receiver.join(5000);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -467,15 +791,24 @@ public final class PeerLinks implements NetworkLink {
     final long[] sent = new long[MAX_LANES];
     final AtomicLongArray credits = new AtomicLongArray(MAX_LANES);
     final Lane[] lanes = new Lane[MAX_LANES];
+    /** 1 while a thread writes a frame: the rank thread, or the receiver answering STATUS. */
+    final AtomicInteger writing = new AtomicInteger();
     // receiver thread state: the frame being read
     final ByteBuffer inHeader = ByteBuffer.allocateDirect(HEADER);
     ByteBuffer inPayload;
+    int inType;
     int inLane;
     long inLength;
     long inSequence;
     long inCount;
     long inMeta;
     volatile String failure;
+    volatile boolean goodbye;
+    volatile boolean statusRequested;
+    volatile String status;
+    volatile long statusSequence;
+    volatile boolean statusInCall;
+    volatile int statusWaitPeer = -1;
 
     Link(int peer, SocketChannel channel) {
       this.peer = peer;
@@ -491,12 +824,13 @@ public final class PeerLinks implements NetworkLink {
       return l;
     }
 
-    /** Reads what the socket has; false at end of stream. Receiver thread only. */
+    /** Reads what the socket has; false when the link is done. Receiver thread only. */
     boolean readAvailable(int n, int bytes) throws IOException {
       while (true) {
         if (inPayload == null) {
           if (channel.read(inHeader) < 0) {
-            failure = "rank " + peer + " closed the connection";
+            lost(this, "rank " + peer + "'s connection closed without a goodbye: its process "
+                + "died or was killed");
             return false;
           }
           if (inHeader.hasRemaining()) {
@@ -511,52 +845,62 @@ public final class PeerLinks implements NetworkLink {
           long cnt = inHeader.getLong();
           long mt = inHeader.getLong();
           inHeader.clear();
-          if (type == ABORT) {
-            if (len < 0 || len > MAX_REASON) {
-              throw new IOException("refused an abort frame of " + len + " bytes");
-            }
-            ByteBuffer reason = ByteBuffer.allocate(len);
-            long until = System.nanoTime() + 200_000_000L; // it follows the header at once
-            while (reason.hasRemaining() && System.nanoTime() < until
-                && channel.read(reason) >= 0) {
-              Thread.onSpinWait();
-            }
-            failure = "rank " + peer + " aborted: " + new String(reason.array(), 0,
-                reason.position(), java.nio.charset.StandardCharsets.UTF_8);
-            return false;
-          }
-          if (lane < 0 || lane >= MAX_LANES) {
-            throw new IOException("frame for lane " + lane + " from rank " + peer);
-          }
           if (type == CREDIT) {
+            if (lane < 0 || lane >= MAX_LANES || len != 1) {
+              throw new IOException("refused a credit frame for lane " + lane + " of " + len
+                  + " from rank " + peer);
+            }
             credits.setRelease(lane, credits.getPlain(lane) + len);
             continue;
           }
-          if (type != DATA || len < 0 || len > bytes) {
-            throw new IOException("refused a frame of type " + type + " and " + len
-                + " bytes from rank " + peer + " (slots hold " + bytes + ")");
-          }
-          Lane l = lane(lane, n, bytes);
-          long tail = l.counters.getPlain(Lane.TAIL);
-          if (tail - l.counters.getAcquire(Lane.HEAD) >= n) {
-            throw new IOException("rank " + peer + " sent on lane " + lane
-                + " without a credit");
-          }
-          int i = (int) (tail % n);
-          inPayload = l.slots[i];
-          inPayload.clear().limit(len);
-          inLane = lane;
-          inLength = len;
+          inType = type;
           inSequence = seq;
           inCount = cnt;
           inMeta = mt;
+          inLength = len;
+          if (type == ABORT || type == CLOSE || type == STATUS || type == STATUS_REQUEST) {
+            if (len < 0 || len > MAX_TEXT) {
+              throw new IOException("refused a control frame (type " + type + ") of " + len
+                  + " bytes from rank " + peer);
+            }
+            inPayload = ByteBuffer.allocate(len);
+          } else if (type == DATA) {
+            if (lane < 0 || lane >= MAX_LANES) {
+              throw new IOException("frame for lane " + lane + " from rank " + peer);
+            }
+            if (len < 0 || len > bytes) {
+              throw new IOException("refused a frame of type " + type + " and " + len
+                  + " bytes from rank " + peer + " (slots hold " + bytes + ")");
+            }
+            Lane l = lane(lane, n, bytes);
+            long tail = l.counters.getPlain(Lane.TAIL);
+            if (tail - l.counters.getAcquire(Lane.HEAD) >= n) {
+              throw new IOException("rank " + peer + " sent on lane " + lane
+                  + " without a credit");
+            }
+            inPayload = l.slots[(int) (tail % n)];
+            inPayload.clear().limit(len);
+            inLane = lane;
+          } else {
+            throw new IOException("refused a frame of unknown type " + type + " from rank "
+                + peer);
+          }
         }
         if (inPayload.hasRemaining() && channel.read(inPayload) < 0) {
-          failure = "rank " + peer + " closed the connection";
+          lost(this, "rank " + peer + "'s connection closed in the middle of a frame: its "
+              + "process died or was killed");
           return false;
         }
         if (inPayload.hasRemaining()) {
           return true;
+        }
+        if (inType != DATA) {
+          ByteBuffer text = inPayload;
+          inPayload = null;
+          if (!control(new String(text.array(), 0, text.position(), StandardCharsets.UTF_8))) {
+            return false;
+          }
+          continue;
         }
         Lane l = lanes[inLane];
         long tail = l.counters.getPlain(Lane.TAIL);
@@ -567,6 +911,37 @@ public final class PeerLinks implements NetworkLink {
         l.meta[slot] = inMeta;
         l.counters.setRelease(Lane.TAIL, tail + 1);
         inPayload = null;
+      }
+    }
+
+    /** A control frame has arrived; false when the link is done. */
+    private boolean control(String text) {
+      switch (inType) {
+        case ABORT -> {
+          goodbye = true;
+          failure = "rank " + peer + " aborted: " + text;
+          watch.fail(peer, failure);
+          return false;
+        }
+        case CLOSE -> {
+          goodbye = true;
+          failure = "rank " + peer + " closed its communicator after call #" + inSequence + ": "
+              + text;
+          watch.left(peer, inSequence);
+          return false;
+        }
+        case STATUS_REQUEST -> {
+          statusRequested = true;
+          statusPending = true;
+          return true;
+        }
+        default -> { // STATUS
+          statusSequence = inSequence;
+          statusInCall = inCount != 0;
+          statusWaitPeer = (int) inMeta;
+          status = text;
+          return true;
+        }
       }
     }
   }

@@ -15,7 +15,8 @@ import java.nio.channels.ServerSocketChannel;
 /**
  * Messages between ranks over TCP ({@link PeerLinks}): {@link #open} binds a listener on an
  * ephemeral port of this host's address and publishes host and port; {@link Pending#connect}
- * starts the links. The communicator says which address ({@code Communicator.bindHost}).
+ * links every pair of ranks before it returns. The communicator says which address
+ * ({@code HostCommunicator.bindHost}).
  */
 public final class TcpTransport implements TransportProvider<NetworkLink> {
   private final int slotBytes;
@@ -65,8 +66,16 @@ public final class TcpTransport implements TransportProvider<NetworkLink> {
               peers.addresses()[p]));
           addrs[p] = new InetSocketAddress(d.readUTF(), d.readInt());
         }
-        return new PeerLinks(peers.planRank(), local.secret(), listener, addrs, slotBytes,
-            slotsPerLane, peers.timeout());
+        PeerLinks links = new PeerLinks(peers.planRank(), local.secret(), listener, addrs,
+            slotBytes, slotsPerLane, peers.timeout(), peers.watch());
+        try {
+          // every pair linked before set-up returns: a failure reaches every rank at once
+          links.connect(System.nanoTime() + peers.timeout().toNanos());
+          return links;
+        } catch (RuntimeException e) {
+          links.close();
+          throw e;
+        }
       }
 
       @Override

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.bootstrap.Handshake;
-import io.treeline.exec.CollectiveException;
+import io.treeline.core.CollectiveException;
 import io.treeline.testing.Ranks;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -37,6 +37,11 @@ class PeerLinksTest {
     return System.nanoTime() + T.toNanos();
   }
 
+  /** Links made as set-up makes them: every rank connects at once, on its own thread. */
+  static void connectAll(PeerLinks... links) {
+    Ranks.run(links.length, 30_000, r -> links[r].connect(deadline()));
+  }
+
   @Test
   void lanesAreIndependentAndCreditsKeepManyMessagesInFlight() throws Exception {
     ServerSocketChannel l0 = listen();
@@ -44,6 +49,7 @@ class PeerLinksTest {
     InetSocketAddress[] a = {addr(l0), addr(l1)};
     try (PeerLinks p0 = new PeerLinks(0, SECRET, l0, a, 1024, 2, T);
         PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T)) {
+      connectAll(p0, p1);
       int n = 501;
       Ranks.run(2, 30_000, r -> {
         ByteBuffer b = ByteBuffer.allocateDirect(1024).order(java.nio.ByteOrder.nativeOrder());
@@ -70,8 +76,8 @@ class PeerLinksTest {
 
   @Test
   void aMessageSentJustBeforeThePeerClosesIsStillDelivered() throws Exception {
-    // A peer that finished its part of a collective sends its last message and closes at once,
-    // which aborts the link; the receiver, already waiting, must get the message, not the abort
+    // A peer that finished its part of a collective sends its last message and closes at once
+    // (CLOSE, then the socket); the receiver, already waiting, must get the message, not the abort
     // (seen in CI: a dbt call failing with "rank 5 closed its communicator").
     for (int round = 0; round < 60; round++) {
       ServerSocketChannel l0 = listen();
@@ -79,13 +85,14 @@ class PeerLinksTest {
       InetSocketAddress[] a = {addr(l0), addr(l1)};
       try (PeerLinks p0 = new PeerLinks(0, SECRET, l0, a, 1024, 2, T);
           PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T)) {
+        connectAll(p0, p1);
         int r0 = round;
         Ranks.run(2, 30_000, r -> {
           ByteBuffer b = ByteBuffer.allocateDirect(64).order(java.nio.ByteOrder.nativeOrder());
           if (r == 0) {
             b.putInt(0, r0);
             p0.send(1, 1, b, 0, 64, deadline(), "test");
-            p0.abort("rank 0 closed its communicator (its task ended)");
+            p0.leave("rank 0 closed its communicator (its task ended)");
           } else {
             assertEquals(r0, p1.receive(0, 1, 64, deadline(), "test").getInt(0));
           }
@@ -103,8 +110,11 @@ class PeerLinksTest {
         2, T);
         PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T)) {
       CollectiveException e = assertThrows(CollectiveException.class,
-          () -> p0.send(1, 0, ByteBuffer.allocateDirect(8), 0, 8, deadline(), "test"));
+          () -> p0.connect(deadline()));
       assertTrue(e.getMessage().contains("refused"), e.getMessage());
+      CollectiveException never = assertThrows(CollectiveException.class,
+          () -> p1.connect(System.nanoTime() + 300_000_000L));
+      assertTrue(never.getMessage().contains("rank 0 to connect"), never.getMessage());
       long until = System.currentTimeMillis() + 5000;
       while (p1.refusedConnections() == 0 && System.currentTimeMillis() < until) {
         Thread.sleep(10);
@@ -131,9 +141,27 @@ class PeerLinksTest {
       out.writeLong(8);
       out.writeLong(0);
       out.flush();
+      p1.connect(deadline());
       CollectiveException e = assertThrows(CollectiveException.class,
           () -> p1.receive(0, 0, 8, System.nanoTime() + Duration.ofSeconds(5).toNanos(), "t"));
       assertTrue(e.getMessage().contains("refused a frame"), e.getMessage());
     }
+  }
+
+  @Test
+  void theHangReportNamesTheRankTheOthersWaitFor() {
+    boolean[] none = new boolean[4];
+    boolean[] all = {true, true, true, true};
+    // rank 3 never entered call #5
+    assertEquals("behind: rank 3 (last call #4), while others are in call #5",
+        PeerLinks.behind(new long[] {5, 5, 5, 4}, new boolean[] {true, true, true, false},
+            new int[] {3, 0, 3, -1}, all, none));
+    // rank 1 is stopped: it cannot answer
+    assertEquals("behind: rank 1 did not answer", PeerLinks.behind(new long[] {5, 0, 5, 5},
+        new boolean[] {true, false, true, true}, new int[] {1, -1, 1, 0},
+        new boolean[] {true, false, true, true}, none));
+    // rank 2 is in the call but waits for no one while 0 and 3 wait for it
+    assertTrue(PeerLinks.behind(new long[] {5, 5, 5, 5}, all, new int[] {2, 0, -1, 2}, all,
+        none).startsWith("behind: rank 2 (in call #5 but waiting for no one"));
   }
 }
