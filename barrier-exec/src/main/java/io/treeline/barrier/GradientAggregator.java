@@ -226,7 +226,11 @@ public final class GradientAggregator implements AutoCloseable {
     return buckets.size();
   }
 
-  /** Buckets that live in registered windows (the others copy through their own buffer). */
+  /**
+   * Buckets that live in registered windows (the others copy through their own buffer).
+   *
+   * @return how many of {@link #buckets()} are windows of the communicator's segment
+   */
   public int registeredBuckets() {
     freeze();
     return (int) buckets.stream().filter(b -> b.window != null).count();
