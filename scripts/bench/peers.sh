@@ -56,7 +56,8 @@ java_run() { "$JAVA" "${vector[@]}" -cp "$CP" "$@"; }
 
 draw() { # csv png
   local caption
-  caption="$(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); scripts/bench/peers.sh"
+  # PEERS_MACHINE names the machine a carried CSV was measured on (default: this one)
+  caption="${PEERS_MACHINE:-$(nproc) cores, $(uname -m)}, $(date -u +%Y-%m-%d); scripts/bench/peers.sh"
   java_run -Djava.awt.headless=true io.treeline.examples.cli.PeersChart "$1" "$2" "$caption" \
     2> >(grep -v 'incubator modules' >&2)
 }
