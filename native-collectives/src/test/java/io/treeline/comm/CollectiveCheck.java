@@ -38,9 +38,14 @@ public final class CollectiveCheck {
       switch (mode) {
         case "matrix" -> matrix(boot);
         case "big" -> big(boot);
-        case "soak" -> soak(boot);
+        case "soak" -> soak(boot, 1000);
         case "mismatch" -> mismatch(boot);
-        default -> throw new IllegalArgumentException(mode);
+        default -> {
+          if (!mode.startsWith("soak:")) {
+            throw new IllegalArgumentException(mode);
+          }
+          soak(boot, Integer.parseInt(mode.substring(5)));
+        }
       }
     } catch (Throwable e) {
       System.out.println("CHECK FAILED: " + e);
@@ -117,15 +122,36 @@ public final class CollectiveCheck {
     }
   }
 
-  private static void soak(TcpStoreBootstrap boot) throws IOException {
+  /**
+   * {@code calls} mixed allreduces (sizes 1 B to 2 MB, f32 and f64, every 25th and the last 10
+   * checked), heap after GC, direct memory, descriptors and threads sampled at every tenth of
+   * the run and required flat from the first sample on; then close, and nothing may be left.
+   */
+  private static void soak(TcpStoreBootstrap boot, int calls) throws IOException {
     boot.barrier(Duration.ofSeconds(60)); // every rank has joined rank 0's store: its sockets are open
     java.util.Set<String> fdsBefore = descriptors();
     int threadsBefore = treelineThreads();
     long[] sizes = {1, 100, 3000, 65_536 + 5, 250_000, 17};
+    long[] first = null;
+    long t0 = System.nanoTime();
     try (HostCommunicator c = HostCommunicator.create(boot, CommConfig.DEFAULT)) {
-      for (int i = 0; i < 1000; i++) {
+      for (int i = 0; i < calls; i++) {
+        if (i > 0 && i % Math.max(1, calls / 10) == 0) {
+          long[] now = sample();
+          System.out.printf("SOAK call %d: heap %.1f MiB, direct %.1f MiB, fds %d, threads %d, "
+              + "%.0f calls/s%n", i, now[0] / 1048576.0, now[1] / 1048576.0, now[2], now[3],
+              i / ((System.nanoTime() - t0) / 1e9));
+          if (first == null) {
+            first = now;
+          } else if (now[0] > first[0] + (32L << 20) || now[1] > first[1] + (16L << 20)
+              || now[2] > first[2] + 2 || now[3] > first[3]) {
+            throw new IllegalStateException("not flat at call " + i + ": heap/direct/fds/threads "
+                + java.util.Arrays.toString(now) + " against " + java.util.Arrays.toString(first)
+                + " at the first sample");
+          }
+        }
         long n = sizes[i % sizes.length];
-        boolean verify = i % 25 == 0 || i >= 990;
+        boolean verify = i % 25 == 0 || i >= calls - 10;
         DataType t = i % 2 == 0 ? DataType.F32 : DataType.F64;
         if (verify) {
           allReduce(c, t, ReduceOp.SUM, n, i);
@@ -150,6 +176,26 @@ public final class CollectiveCheck {
     if (!leaked.isEmpty() || shm > 0 || threadsAfter > threadsBefore) {
       throw new IllegalStateException("leaked descriptors or threads after close: " + leaked);
     }
+  }
+
+  /** Heap used after a GC, direct buffer memory, open descriptors, live threads. */
+  private static long[] sample() throws IOException {
+    System.gc();
+    try {
+      Thread.sleep(50); // the cleaner frees direct buffers the GC found unreachable
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    long heap = java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage()
+        .getUsed();
+    long direct = 0;
+    for (java.lang.management.BufferPoolMXBean b : java.lang.management.ManagementFactory
+        .getPlatformMXBeans(java.lang.management.BufferPoolMXBean.class)) {
+      if (b.getName().equals("direct")) {
+        direct = b.getMemoryUsed();
+      }
+    }
+    return new long[] {heap, direct, descriptors().size(), Thread.activeCount()};
   }
 
   private static long countTreelineFiles() throws IOException {

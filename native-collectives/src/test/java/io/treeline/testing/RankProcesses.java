@@ -33,7 +33,7 @@ public final class RankProcesses {
     }
     System.out.printf("%s%s on %s: %d ranks passed in %.1f s; rank 0: %s%n", label, mode,
         Arrays.toString(perNode), res.size(), (System.nanoTime() - t0) / 1e9,
-        res.get(0).output().lines().filter(l -> l.startsWith("CHECK") || l.startsWith("LEAKS")
+        res.get(0).output().lines().filter(l -> l.startsWith("CHECK") || l.startsWith("LEAKS") || l.startsWith("SOAK")
             || l.startsWith("MISMATCH") || l.startsWith("rank 0")).toList());
     return res;
   }
