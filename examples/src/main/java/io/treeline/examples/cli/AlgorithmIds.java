@@ -10,4 +10,13 @@ final class AlgorithmIds implements Iterable<String> {
   public Iterator<String> iterator() {
     return Arrays.stream(Algorithm.values()).map(Algorithm::id).iterator();
   }
+
+  /** "auto" (the cost model's choice) and then every algorithm. */
+  static final class WithAuto implements Iterable<String> {
+    @Override
+    public Iterator<String> iterator() {
+      return java.util.stream.Stream.concat(java.util.stream.Stream.of("auto"),
+          Arrays.stream(Algorithm.values()).map(Algorithm::id)).iterator();
+    }
+  }
 }

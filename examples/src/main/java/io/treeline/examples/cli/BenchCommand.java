@@ -68,8 +68,8 @@ final class BenchCommand implements Callable<Integer> {
   int ranksPerNode;
 
   @Option(names = "--algo", paramLabel = "LIST", split = ",", defaultValue = "auto",
-      description = "comma list of auto, ring, dbt, oneshot, twoshot, hierarchical "
-          + "(default: ${DEFAULT-VALUE})")
+      completionCandidates = AlgorithmIds.WithAuto.class,
+      description = "comma list of ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE})")
   List<String> algos;
 
   @Option(names = {"-d", "--dtype"}, paramLabel = "TYPE", defaultValue = "f32",
