@@ -38,11 +38,7 @@ public final class Hierarchical {
       int len = topo.localSize(node);
       int[] group = localGroup(topo, node);
       if (len > 1) {
-        s.barrier(group, 1);
-        for (int sl = local; sl < slices; sl += len) {
-          s.reduceFrom(group, Buf.INPUT, Slices.lo(count, slices, sl, align),
-              Slices.size(count, slices, sl, align), nodes == 1);
-        }
+        reduceScatterInside(s, group, local, slices, count, align, nodes == 1);
       }
       if (nodes > 1) {
         Buf acc = len > 1 ? Buf.OUTPUT : Buf.INPUT;
@@ -56,19 +52,44 @@ public final class Hierarchical {
         s.copy(0, count, true);
       }
       if (len > 1) {
-        s.barrier(group, 2);
-        for (int sl = 0; sl < slices; sl++) {
-          int owner = topo.rank(node, sl % len);
-          if (owner != r) {
-            s.copyFrom(owner, Buf.OUTPUT, Slices.lo(count, slices, sl, align),
-                Slices.size(count, slices, sl, align));
-          }
-        }
-        s.barrier(group, 3);
+        allGatherInside(s, topo, r, slices, count, align);
       }
     }
     return new Plan(Collective.ALL_REDUCE, NAME, topo, type, count, -1, cfg,
         Schedule.steps(ranks), nodes > 1 ? List.of(trees) : List.of(), 2 * slices);
+  }
+
+  /**
+   * Phase 1 on one rank: signal 1 (INPUT ready), wait for the node, then reduce every slice the
+   * rank owns (slice s belongs to local rank s mod the node's size) from all local INPUTs.
+   */
+  static void reduceScatterInside(Schedule s, int[] group, int local, int slices, long count,
+      int align, boolean finish) {
+    s.barrier(group, 1);
+    for (int sl = local; sl < slices; sl += group.length) {
+      s.reduceFrom(group, Buf.INPUT, Slices.lo(count, slices, sl, align),
+          Slices.size(count, slices, sl, align), finish);
+    }
+  }
+
+  /**
+   * Phase 3 on rank {@code r}: signal 2 (my slices are final), copy every other slice from its
+   * owner's OUTPUT, signal 3 (done reading) and wait for the node, so nobody leaves while read.
+   */
+  static void allGatherInside(Schedule s, Topology topo, int r, int slices, long count,
+      int align) {
+    int node = topo.node(r);
+    int len = topo.localSize(node);
+    int[] group = localGroup(topo, node);
+    s.barrier(group, 2);
+    for (int sl = 0; sl < slices; sl++) {
+      int owner = topo.rank(node, sl % len);
+      if (owner != r) {
+        s.copyFrom(owner, Buf.OUTPUT, Slices.lo(count, slices, sl, align),
+            Slices.size(count, slices, sl, align));
+      }
+    }
+    s.barrier(group, 3);
   }
 
   static int[] localGroup(Topology topo, int node) {

@@ -54,11 +54,7 @@ public final class StagedHierarchical {
       int len = topo.localSize(node);
       int[] group = Hierarchical.localGroup(topo, node);
       if (len > 1) {
-        s.barrier(group, 1);
-        for (int sl = local; sl < slices; sl += len) {
-          s.reduceFrom(group, Buf.INPUT, Slices.lo(count, slices, sl, align),
-              Slices.size(count, slices, sl, align), nodes == 1);
-        }
+        Hierarchical.reduceScatterInside(s, group, local, slices, count, align, nodes == 1);
       } else {
         for (int sl = 0; sl < slices; sl++) {
           s.copy(Slices.lo(count, slices, sl, align), Slices.size(count, slices, sl, align),
@@ -84,15 +80,7 @@ public final class StagedHierarchical {
         }
       }
       if (len > 1) {
-        s.barrier(group, 2);
-        for (int sl = 0; sl < slices; sl++) {
-          int owner = topo.rank(node, sl % len);
-          if (owner != r) {
-            s.copyFrom(owner, Buf.OUTPUT, Slices.lo(count, slices, sl, align),
-                Slices.size(count, slices, sl, align));
-          }
-        }
-        s.barrier(group, 3);
+        Hierarchical.allGatherInside(s, topo, r, slices, count, align);
       }
     }
     return new Plan(Collective.ALL_REDUCE, NAME, topo, type, count, -1, cfg,

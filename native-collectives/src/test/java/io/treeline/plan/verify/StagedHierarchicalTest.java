@@ -1,7 +1,8 @@
 package io.treeline.plan.verify;
 
+import static io.treeline.plan.verify.SymbolicExecutorCatchesBrokenPlansTest.edit;
+import static io.treeline.plan.verify.SymbolicExecutorCatchesBrokenPlansTest.expect;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.core.DataType;
@@ -152,31 +153,10 @@ class StagedHierarchicalTest {
         STAGE);
   }
 
-  private static Plan edit(Plan p, int rank, java.util.function.UnaryOperator<List<Step>> f) {
-    List<List<Step>> all = new ArrayList<>();
-    for (int r = 0; r < p.size(); r++) {
-      all.add(r == rank ? f.apply(new ArrayList<>(p.steps(r))) : p.steps(r));
-    }
-    return new Plan(p.collective(), p.algorithm() + "-broken", p.topology(), p.type(), p.count(),
-        p.root(), p.config(), all, p.trees(), p.lanes());
-  }
-
-  /** Expects a failure whose message contains one of the fragments. */
-  private static void expect(Plan broken, String... fragments) {
-    PlanVerificationException e = assertThrows(PlanVerificationException.class,
-        () -> SymbolicExecutor.verify(broken));
-    boolean named = false;
-    for (String f : fragments) {
-      named |= e.getMessage().contains(f);
-    }
-    assertTrue(named, e.getMessage());
-  }
-
   @Test
   void aChunkNeverCopiedBackLeavesThePartialSumOnTheGpu() {
     expect(edit(staged(), 2, s -> {
       s.removeIf(x -> x instanceof Step.StageIn);
-      return s;
     }), "missing the contribution");
   }
 
@@ -185,7 +165,6 @@ class StagedHierarchicalTest {
     expect(edit(staged(), 4, s -> {
       s.replaceAll(x -> x instanceof Step.StageIn in
           ? new Step.StageIn(in.offset(), in.count(), false) : x);
-      return s;
     }), "never finished");
   }
 
@@ -193,7 +172,6 @@ class StagedHierarchicalTest {
   void sendingBeforeStagingOutReadsAnEmptyHostBuffer() {
     expect(edit(staged(), 0, s -> {
       s.removeIf(x -> x instanceof Step.StageOut);
-      return s;
     }), "before anything was written");
   }
 
@@ -202,7 +180,6 @@ class StagedHierarchicalTest {
     expect(edit(staged(), 1, s -> {
       s.replaceAll(x -> x instanceof Step.CopyFrom cf
           ? new Step.CopyFrom(cf.peer(), Buf.STAGE, cf.offset(), cf.count()) : x);
-      return s;
     }), "not peer memory");
   }
 
@@ -213,7 +190,6 @@ class StagedHierarchicalTest {
       List<Step> ins = new ArrayList<>();
       s.removeIf(x -> x instanceof Step.StageIn && ins.add(x));
       s.addAll(s.size() - 2, ins);
-      return s;
     }), "before rank 0 signalled that it is complete", "overwrites OUTPUT",
         "missing the contribution", "never finished");
   }

@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
 class SymbolicExecutorCatchesBrokenPlansTest {
   private static final Topology ONE_NODE = Topology.uniform(1, 4);
 
-  private static Plan edit(Plan p, int rank, java.util.function.Consumer<List<Step>> change) {
+  /** {@code p} with {@code change} applied to rank {@code rank}'s steps (every rank's at -1). */
+  static Plan edit(Plan p, int rank, java.util.function.Consumer<List<Step>> change) {
     List<List<Step>> all = new ArrayList<>();
     for (int r = 0; r < p.size(); r++) {
       List<Step> s = new ArrayList<>(p.steps(r));
@@ -34,7 +35,7 @@ class SymbolicExecutorCatchesBrokenPlansTest {
   }
 
   /** Expects a failure whose message contains one of the fragments. */
-  private static void expect(Plan broken, String... fragments) {
+  static void expect(Plan broken, String... fragments) {
     PlanVerificationException e = assertThrows(PlanVerificationException.class,
         () -> SymbolicExecutor.verify(broken));
     boolean named = false;
