@@ -22,7 +22,6 @@ import org.apache.hadoop.yarn.api.records.ApplicationReport;
 import org.apache.hadoop.yarn.api.records.FinalApplicationStatus;
 import org.apache.hadoop.yarn.api.records.YarnApplicationState;
 import org.apache.hadoop.yarn.client.api.YarnClient;
-import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
 import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
@@ -57,37 +56,7 @@ class SparkSubmitYarnTest {
   static void startYarn() throws Exception {
     long t0 = System.nanoTime();
     Files.createDirectories(WORK);
-    YarnConfiguration yc = new YarnConfiguration();
-    // no capacity-scheduler.xml in hadoop-client-minicluster: one queue (BaseYarnClusterSuite)
-    yc.set("yarn.scheduler.capacity.root.queues", "default");
-    yc.setInt("yarn.scheduler.capacity.root.default.capacity", 100);
-    yc.setFloat("yarn.scheduler.capacity.root.default.user-limit-factor", 1);
-    yc.setInt("yarn.scheduler.capacity.root.default.maximum-capacity", 100);
-    yc.set("yarn.scheduler.capacity.root.default.state", "RUNNING");
-    yc.set("yarn.scheduler.capacity.root.default.acl_submit_applications", "*");
-    yc.set("yarn.scheduler.capacity.root.default.acl_administer_queue", "*");
-    yc.setInt("yarn.scheduler.capacity.node-locality-delay", -1);
-    yc.setFloat("yarn.scheduler.capacity.maximum-am-resource-percent", 1.0f);
-    yc.set("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage",
-        "100.0");
-    yc.setInt("yarn.minicluster.yarn.nodemanager.resource.memory-mb", 2048);
-    yc.setBoolean("yarn.nodemanager.vmem-check-enabled", false);
-    yc.set("yarn.resourcemanager.hostname", org.apache.spark.util.Utils.localHostNameForURI());
-    yc.set("hadoop.tmp.dir", WORK.resolve("hadoop-tmp").toString());
-    yc.setInt("yarn.nodemanager.log.retain-seconds", 0);
-    yc.setInt("yarn.nodemanager.delete.debug-delay-sec", -1);
-    yarn = new MiniYARNCluster(SparkSubmitYarnTest.class.getSimpleName(), 2, 1, 1);
-    yarn.init(yc);
-    yarn.start();
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (yarn.getConfig().get(YarnConfiguration.RM_ADDRESS).endsWith(":0")) {
-      if (System.nanoTime() > until) {
-        throw new IllegalStateException("the ResourceManager has no address after 10 s");
-      }
-      Thread.sleep(100);
-    }
-    assertTrue(yarn.waitForNodeManagersToConnect(30_000),
-        "the two NodeManagers did not register within 30 s");
+    yarn = MiniYarn.start(SparkSubmitYarnTest.class.getSimpleName(), WORK, 2, 2048, 30_000);
     confDir = Files.createDirectories(WORK.resolve("hadoop-conf"));
     try (OutputStream out = Files.newOutputStream(confDir.resolve("yarn-site.xml"))) {
       yarn.getConfig().writeXml(out);

@@ -28,7 +28,6 @@ import java.util.stream.Stream;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.ContainerId;
 import org.apache.hadoop.yarn.api.records.FinalApplicationStatus;
-import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMApp;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState;
@@ -77,50 +76,9 @@ class YarnClusterBarrierStageTest {
   static void startYarnAndSubmit() throws Exception {
     long t0 = System.nanoTime();
     Files.createDirectories(WORK);
-    YarnConfiguration yc = new YarnConfiguration();
-    // hadoop-client-minicluster has no capacity-scheduler.xml: one queue with everything, as
-    // BaseYarnClusterSuite; the AM may take the whole queue (client mode: a small launcher)
-    yc.set("yarn.scheduler.capacity.root.queues", "default");
-    yc.setInt("yarn.scheduler.capacity.root.default.capacity", 100);
-    yc.setFloat("yarn.scheduler.capacity.root.default.user-limit-factor", 1);
-    yc.setInt("yarn.scheduler.capacity.root.default.maximum-capacity", 100);
-    yc.set("yarn.scheduler.capacity.root.default.state", "RUNNING");
-    yc.set("yarn.scheduler.capacity.root.default.acl_submit_applications", "*");
-    yc.set("yarn.scheduler.capacity.root.default.acl_administer_queue", "*");
-    yc.setInt("yarn.scheduler.capacity.node-locality-delay", -1);
-    yc.setFloat("yarn.scheduler.capacity.maximum-am-resource-percent", 1.0f);
-    // a nearly full disk must not mark the only node unhealthy (the stage would never start)
-    yc.set("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage",
-        "100.0");
-    // the AM and each executor (512m heap + 384m overhead) take a 1 GiB container; the
-    // minicluster gives its NodeManager 4 GiB unless told (it overrides the NM's own key).
-    // A JVM's reserved virtual memory (class space, code cache, malloc arenas) can pass
-    // 2.1 x 1 GiB without being in use: check physical memory only
-    yc.setInt("yarn.minicluster.yarn.nodemanager.resource.memory-mb", 8192);
-    yc.setBoolean("yarn.nodemanager.vmem-check-enabled", false);
-    yc.set("yarn.resourcemanager.hostname",
-        org.apache.spark.util.Utils.localHostNameForURI());
-    yc.set("hadoop.tmp.dir", WORK.resolve("hadoop-tmp").toString());
-    // the NodeManager keeps every container's logs and work directory (under target/) for a
-    // post-mortem, and lets go of a finished application at once: with the defaults (keep
-    // the logs 3 h, delete the rest) its stop waits 17 s for those timers
-    yc.setInt("yarn.nodemanager.log.retain-seconds", 0);
-    yc.setInt("yarn.nodemanager.delete.debug-delay-sec", -1);
-    yarn = new MiniYARNCluster(YarnClusterBarrierStageTest.class.getSimpleName(), 1, 1, 1);
-    yarn.init(yc);
-    yarn.start();
-    // start() can return before the RM has put its bound port into the configuration
-    // (BaseYarnClusterSuite): wait for it, or the client would dial port 0
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (yarn.getConfig().get(YarnConfiguration.RM_ADDRESS).endsWith(":0")) {
-      if (System.nanoTime() > until) {
-        throw new IllegalStateException("the MiniYARNCluster's ResourceManager has no address "
-            + "after 10 s");
-      }
-      Thread.sleep(100);
-    }
-    assertTrue(yarn.waitForNodeManagersToConnect(20_000),
-        "the NodeManager did not register with the ResourceManager within 20 s");
+    // the AM and each executor (512m heap + 384m overhead) take a 1 GiB container
+    yarn = MiniYarn.start(YarnClusterBarrierStageTest.class.getSimpleName(), WORK, 1, 8192,
+        20_000);
     double clusterUp = (System.nanoTime() - t0) / 1e9;
 
     // no Spark distribution: the containers get Spark and Treeline from the test classpath,
