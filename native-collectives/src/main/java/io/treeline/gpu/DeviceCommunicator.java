@@ -111,6 +111,8 @@ public final class DeviceCommunicator implements AutoCloseable {
   private final DevicePlanRunner runner;
   private final Map<String, DevicePlanRunner.Program> programs = new HashMap<>();
   private final Map<String, Staged> staged = new HashMap<>();
+  /** The staged plan of the last call: a training loop's every step takes it without a lookup. */
+  private Staged lastStaged;
   /** This rank in the staged plans: node-major, with its node's ranks in local-rank order. */
   private final int stagedRank;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
@@ -542,15 +544,19 @@ public final class DeviceCommunicator implements AutoCloseable {
    * is one collective.
    */
   private void across(long count, DataType type, ReduceOp op) {
-    String key = "staged:" + count + ':' + type + ':' + op;
-    Staged st = staged.get(key);
-    if (st == null) {
-      if (staged.size() > 256) {
-        staged.clear();
+    Staged st = lastStaged;
+    if (st == null || st.plan.count() != count || st.plan.type() != type || st.op != op) {
+      String key = "staged:" + count + ':' + type + ':' + op; // a new shape only
+      st = staged.get(key);
+      if (st == null) {
+        if (staged.size() > 256) {
+          staged.clear();
+        }
+        st = compileStaged(StagedHierarchical.allReduce(topology, type, count, config.plan(),
+            options.stagingChunkBytes()), op);
+        staged.put(key, st);
       }
-      st = compileStaged(StagedHierarchical.allReduce(topology, type, count, config.plan(),
-          options.stagingChunkBytes()), op);
-      staged.put(key, st);
+      lastStaged = st;
     }
     begin(st.plan, op);
     long deadline = System.nanoTime() + config.timeout().toNanos();
@@ -562,8 +568,8 @@ public final class DeviceCommunicator implements AutoCloseable {
       for (int c = 0; c < st.chunks; c++) {
         if (st.finish[c] && op == ReduceOp.AVG) {
           finishSrc[0] = output() + st.offsets[c] * es;
-          reducers.reduce(ReduceKernels.kernel(type.name(), "sum"), finishSrc[0], finishSrc, 1,
-              st.counts[c], true, topology.size(), stream);
+          reducers.reduce(st.sumKernel, finishSrc[0], finishSrc, 1, st.counts[c], true,
+              topology.size(), stream);
         }
       }
       runner.run(st.after, sequence, deadline);
@@ -574,8 +580,9 @@ public final class DeviceCommunicator implements AutoCloseable {
   }
 
   /** A staged plan compiled for this rank: device programs around the host-staged chunks. */
-  private record Staged(Plan plan, DevicePlanRunner.Program before, DevicePlanRunner.Program after,
-      long[] offsets, long[] counts, boolean[] finish, int chunks) {
+  private record Staged(Plan plan, ReduceOp op, DevicePlanRunner.Program before,
+      DevicePlanRunner.Program after, long[] offsets, long[] counts, boolean[] finish, int chunks,
+      int sumKernel) {
   }
 
   /**
@@ -617,8 +624,9 @@ public final class DeviceCommunicator implements AutoCloseable {
       finish[c] = in.finish();
     }
     java.util.function.IntUnaryOperator local = topology::localRank;
-    return new Staged(plan, runner.compile(plan, before, local, op),
-        runner.compile(plan, after, local, op), offsets, counts, finish, n);
+    return new Staged(plan, op, runner.compile(plan, before, local, op),
+        runner.compile(plan, after, local, op), offsets, counts, finish, n,
+        ReduceKernels.kernel(plan.type().name(), "sum"));
   }
 
   /**
