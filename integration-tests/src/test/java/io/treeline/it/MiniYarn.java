@@ -4,6 +4,9 @@ import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.core.config.Configurator;
 
 /** A started MiniYARNCluster set up as Spark's BaseYarnClusterSuite sets up its own. */
 final class MiniYarn {
@@ -62,5 +65,20 @@ final class MiniYarn {
           + "ResourceManager within " + registerMillis + " ms");
     }
     return yarn;
+  }
+
+  /** Stops {@code yarn} (null: nothing) with Hadoop's logging off meanwhile. */
+  static void stop(MiniYARNCluster yarn) {
+    if (yarn == null) {
+      return;
+    }
+    // the minicluster's threads log their interruption at ERROR as it stops: not news
+    Level level = LogManager.getLogger("org.apache.hadoop").getLevel();
+    Configurator.setLevel("org.apache.hadoop", Level.OFF);
+    try {
+      yarn.stop();
+    } finally {
+      Configurator.setLevel("org.apache.hadoop", level);
+    }
   }
 }

@@ -23,9 +23,6 @@ import org.apache.hadoop.yarn.api.records.FinalApplicationStatus;
 import org.apache.hadoop.yarn.api.records.YarnApplicationState;
 import org.apache.hadoop.yarn.client.api.YarnClient;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
-import org.apache.logging.log4j.Level;
-import org.apache.logging.log4j.LogManager;
-import org.apache.logging.log4j.core.config.Configurator;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -69,15 +66,7 @@ class SparkSubmitYarnTest {
 
   @AfterAll
   static void stopYarn() {
-    if (yarn != null) {
-      Level level = LogManager.getLogger("org.apache.hadoop").getLevel();
-      Configurator.setLevel("org.apache.hadoop", Level.OFF);
-      try {
-        yarn.stop();
-      } finally {
-        Configurator.setLevel("org.apache.hadoop", level);
-      }
-    }
+    MiniYarn.stop(yarn);
   }
 
   @Test

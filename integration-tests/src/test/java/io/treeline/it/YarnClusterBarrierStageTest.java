@@ -31,9 +31,6 @@ import org.apache.hadoop.yarn.api.records.FinalApplicationStatus;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMApp;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState;
-import org.apache.logging.log4j.Level;
-import org.apache.logging.log4j.LogManager;
-import org.apache.logging.log4j.core.config.Configurator;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -134,16 +131,7 @@ class YarnClusterBarrierStageTest {
         jsc.stop();
       }
     } finally {
-      if (yarn != null) {
-        // the minicluster's threads log their interruption at ERROR as it stops: not news
-        Level level = LogManager.getLogger("org.apache.hadoop").getLevel();
-        Configurator.setLevel("org.apache.hadoop", Level.OFF);
-        try {
-          yarn.stop();
-        } finally {
-          Configurator.setLevel("org.apache.hadoop", level);
-        }
-      }
+      MiniYarn.stop(yarn);
     }
   }
 
