@@ -1,6 +1,7 @@
 package io.treeline.examples.cli;
 
 import io.treeline.barrier.BarrierJobs;
+import io.treeline.barrier.GpuBinding;
 import io.treeline.barrier.Treeline;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
@@ -227,28 +228,36 @@ final class TrainCommand implements Callable<Integer> {
     long t0 = System.nanoTime();
     String data = dataDir.toString();
     localOut = out;
-    List<Trainer.Result> results;
+    List<Trainer.Result> results = new ArrayList<>();
     try (JavaSparkContext sc = new JavaSparkContext(conf)) {
       sc.setLogLevel("WARN");
       List<Integer> parts = new ArrayList<>();
       for (int i = 0; i < ranks; i++) {
         parts.add(i);
       }
-      results = BarrierJobs.collect(sc.parallelize(parts, ranks), (p, it) -> {
+      List<RankRun> runs = BarrierJobs.collect(sc.parallelize(parts, ranks), (p, it) -> {
         PrintStream print = localOut != null ? localOut : System.out;
         if (onGpu) {
+          // the GPU Spark assigned this task (spark.task.resource.gpu.amount=1), or none
+          GpuBinding.Bound bound = GpuBinding.forTask();
           DeviceCommunicator comm = Treeline.deviceCommunicator();
           boolean lead = comm.rank() == 0;
           GpuTrainer.Outcome r = GpuTrainer.train(comm, FashionMnist.load(Path.of(data)), go,
               lead ? print : null, lead ? Progress.epochs() : null);
-          return List.of(r.result()).iterator();
+          return List.of(new RankRun(comm.rank(), RankRun.thisExecutor(), (bound == null
+              ? "no GPU assigned by Spark, CUDA ordinal 0" : bound.toString()) + ", "
+              + comm.gpu(), r.result())).iterator();
         }
         Communicator comm = Treeline.communicator();
         boolean lead = comm.rank() == 0;
         Trainer.Result r = Trainer.train(comm, FashionMnist.load(Path.of(data)), o,
             lead ? print : null, lead ? Progress.epochs() : null);
-        return List.of(r).iterator();
+        return List.of(new RankRun(comm.rank(), RankRun.thisExecutor(), "CPU", r)).iterator();
       });
+      for (RankRun r : runs) {
+        out.printf("rank %d: %s, %s%n", r.rank(), r.executor(), r.device());
+        results.add(r.result());
+      }
       for (Trainer.Result r : results) {
         if (!Arrays.equals(r.weights(), results.get(0).weights())) {
           throw new IllegalStateException("the replicas differ after training");
@@ -337,6 +346,23 @@ final class TrainCommand implements Callable<Integer> {
     return 0;
   }
 
+  /** What one barrier task reports: its rank, its executor, its device, its result. */
+  record RankRun(int rank, String executor, String device, Trainer.Result result)
+      implements java.io.Serializable {
+    /** This JVM as "executor ID (pid P on HOST)". */
+    static String thisExecutor() {
+      org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+      String host;
+      try {
+        host = java.net.InetAddress.getLocalHost().getHostName();
+      } catch (java.net.UnknownHostException e) {
+        host = "unknown host";
+      }
+      return "executor " + (env == null ? "?" : env.executorId()) + " (pid "
+          + ProcessHandle.current().pid() + " on " + host + ")";
+    }
+  }
+
   static void write(Path dir, List<Trainer.Epoch> h, int ranks, String where,
       Trainer.Options o, PrintStream out) throws IOException {
     Files.createDirectories(dir);
@@ -356,9 +382,10 @@ final class TrainCommand implements Callable<Integer> {
           png);
       out.println("wrote " + dir.resolve("train.csv") + ", " + png + " and "
           + dir.resolve("train.svg"));
-    } catch (LinkageError e) {
-      out.println("wrote " + dir.resolve("train.csv") + " (no plot: this Java runtime has no "
-          + "java.desktop module)");
+    } catch (LinkageError | java.awt.AWTError e) {
+      // a runtime without java.desktop, or without the fonts or display AWT needs: the CSV
+      // holds the curves (./treeline's own runtime has both)
+      out.println("wrote " + dir.resolve("train.csv") + " (no plot: " + e + ")");
     }
   }
 
