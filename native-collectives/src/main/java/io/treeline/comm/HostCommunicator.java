@@ -32,10 +32,6 @@ import io.treeline.transport.tcp.TcpTransport;
 import java.io.IOException;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
-import java.nio.DoubleBuffer;
-import java.nio.FloatBuffer;
-import java.nio.IntBuffer;
-import java.nio.LongBuffer;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -60,7 +56,8 @@ import java.util.concurrent.TimeUnit;
  * synchronous methods wait for it, the {@code *Async} ones return a {@link Handle}. Data is
  * copied into this rank's segment and the result copied out (direct ByteBuffers through the
  * host reducer's copy, arrays and typed buffers through {@link TypedViews}; in and out may be
- * the same). Messages larger than a segment run in windows: allreduces and broadcasts in
+ * the same). The array and typed-buffer forms are the adapter {@link TypedForms}, which checks
+ * their arguments and hands views to the checked collectives here. Messages larger than a segment run in windows: allreduces and broadcasts in
  * consecutive pieces, reduce-scatters and all-gathers in a piece of every rank's slice at a
  * time ({@code bySlices}).
  *
@@ -71,7 +68,7 @@ import java.util.concurrent.TimeUnit;
  * hang report (who waits for whom). {@link #close} tells the peers this rank leaves after its
  * last call, and releases segments, mappings, sockets and threads, after a failure too.
  */
-public final class HostCommunicator implements Communicator {
+public final class HostCommunicator extends TypedForms implements Communicator {
   private static final System.Logger LOG = System.getLogger("io.treeline.comm");
   /** How long a timed-out collective waits for the peers' answers to its hang report. */
   private static final Duration REPORT_BUDGET = Duration.ofMillis(500);
@@ -421,280 +418,10 @@ public final class HostCommunicator implements Communicator {
     allReduce(b, b, 1, DataType.I32, ReduceOp.SUM);
   }
 
-  // ---- collectives on arrays and typed buffers (views indexed from 0) ------------------------
-
-  @Override
-  public void allReduce(float[] in, int inOffset, float[] out, int outOffset, int count, ReduceOp op) {
-    allReduceNow(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.F32, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(float[] in, int inOffset, float[] out, int outOffset, int count,
-      ReduceOp op) {
-    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.F32, op, null);
-  }
-
-  @Override
-  public void broadcast(float[] in, int inOffset, float[] out, int outOffset, int count, int root) {
-    broadcastChecked(array("broadcast", "input", in, inOffset, count),
-        array("broadcast", "output", out, outOffset, count), count, DataType.F32, root);
-  }
-
-  @Override
-  public void reduceScatter(float[] in, int inOffset, float[] out, int outOffset, int count,
-      ReduceOp op) {
-    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
-        array("reduceScatter", "output", out, outOffset, count), count, DataType.F32, op);
-  }
-
-  @Override
-  public void allGather(float[] in, int inOffset, float[] out, int outOffset, int count) {
-    allGatherChecked(array("allGather", "input", in, inOffset, count),
-        array("allGather", "output", out, outOffset, count), count, DataType.F32);
-  }
-
-  @Override
-  public void allReduce(FloatBuffer in, FloatBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    allReduceNow(in, out, count, DataType.F32, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(FloatBuffer in, FloatBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    return allReduceChecked(in, out, count, DataType.F32, op, null);
-  }
-
-  @Override
-  public void broadcast(FloatBuffer in, FloatBuffer out, int count, int root) {
-    requireTyped("broadcast", in, out, count);
-    broadcastChecked(in, out, count, DataType.F32, root);
-  }
-
-  @Override
-  public void reduceScatter(FloatBuffer in, FloatBuffer out, int count, ReduceOp op) {
-    requireTyped("reduceScatter", in, out, count);
-    reduceScatterChecked(in, out, count, DataType.F32, op);
-  }
-
-  @Override
-  public void allGather(FloatBuffer in, FloatBuffer out, int count) {
-    requireTyped("allGather", in, out, count);
-    allGatherChecked(in, out, count, DataType.F32);
-  }
-
-  @Override
-  public void allReduce(double[] in, int inOffset, double[] out, int outOffset, int count, ReduceOp op) {
-    allReduceNow(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.F64, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(double[] in, int inOffset, double[] out, int outOffset, int count,
-      ReduceOp op) {
-    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.F64, op, null);
-  }
-
-  @Override
-  public void broadcast(double[] in, int inOffset, double[] out, int outOffset, int count, int root) {
-    broadcastChecked(array("broadcast", "input", in, inOffset, count),
-        array("broadcast", "output", out, outOffset, count), count, DataType.F64, root);
-  }
-
-  @Override
-  public void reduceScatter(double[] in, int inOffset, double[] out, int outOffset, int count,
-      ReduceOp op) {
-    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
-        array("reduceScatter", "output", out, outOffset, count), count, DataType.F64, op);
-  }
-
-  @Override
-  public void allGather(double[] in, int inOffset, double[] out, int outOffset, int count) {
-    allGatherChecked(array("allGather", "input", in, inOffset, count),
-        array("allGather", "output", out, outOffset, count), count, DataType.F64);
-  }
-
-  @Override
-  public void allReduce(DoubleBuffer in, DoubleBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    allReduceNow(in, out, count, DataType.F64, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(DoubleBuffer in, DoubleBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    return allReduceChecked(in, out, count, DataType.F64, op, null);
-  }
-
-  @Override
-  public void broadcast(DoubleBuffer in, DoubleBuffer out, int count, int root) {
-    requireTyped("broadcast", in, out, count);
-    broadcastChecked(in, out, count, DataType.F64, root);
-  }
-
-  @Override
-  public void reduceScatter(DoubleBuffer in, DoubleBuffer out, int count, ReduceOp op) {
-    requireTyped("reduceScatter", in, out, count);
-    reduceScatterChecked(in, out, count, DataType.F64, op);
-  }
-
-  @Override
-  public void allGather(DoubleBuffer in, DoubleBuffer out, int count) {
-    requireTyped("allGather", in, out, count);
-    allGatherChecked(in, out, count, DataType.F64);
-  }
-
-  @Override
-  public void allReduce(int[] in, int inOffset, int[] out, int outOffset, int count, ReduceOp op) {
-    allReduceNow(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.I32, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(int[] in, int inOffset, int[] out, int outOffset, int count,
-      ReduceOp op) {
-    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.I32, op, null);
-  }
-
-  @Override
-  public void broadcast(int[] in, int inOffset, int[] out, int outOffset, int count, int root) {
-    broadcastChecked(array("broadcast", "input", in, inOffset, count),
-        array("broadcast", "output", out, outOffset, count), count, DataType.I32, root);
-  }
-
-  @Override
-  public void reduceScatter(int[] in, int inOffset, int[] out, int outOffset, int count,
-      ReduceOp op) {
-    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
-        array("reduceScatter", "output", out, outOffset, count), count, DataType.I32, op);
-  }
-
-  @Override
-  public void allGather(int[] in, int inOffset, int[] out, int outOffset, int count) {
-    allGatherChecked(array("allGather", "input", in, inOffset, count),
-        array("allGather", "output", out, outOffset, count), count, DataType.I32);
-  }
-
-  @Override
-  public void allReduce(IntBuffer in, IntBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    allReduceNow(in, out, count, DataType.I32, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(IntBuffer in, IntBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    return allReduceChecked(in, out, count, DataType.I32, op, null);
-  }
-
-  @Override
-  public void broadcast(IntBuffer in, IntBuffer out, int count, int root) {
-    requireTyped("broadcast", in, out, count);
-    broadcastChecked(in, out, count, DataType.I32, root);
-  }
-
-  @Override
-  public void reduceScatter(IntBuffer in, IntBuffer out, int count, ReduceOp op) {
-    requireTyped("reduceScatter", in, out, count);
-    reduceScatterChecked(in, out, count, DataType.I32, op);
-  }
-
-  @Override
-  public void allGather(IntBuffer in, IntBuffer out, int count) {
-    requireTyped("allGather", in, out, count);
-    allGatherChecked(in, out, count, DataType.I32);
-  }
-
-  @Override
-  public void allReduce(long[] in, int inOffset, long[] out, int outOffset, int count, ReduceOp op) {
-    allReduceNow(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.I64, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(long[] in, int inOffset, long[] out, int outOffset, int count,
-      ReduceOp op) {
-    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.I64, op, null);
-  }
-
-  @Override
-  public void broadcast(long[] in, int inOffset, long[] out, int outOffset, int count, int root) {
-    broadcastChecked(array("broadcast", "input", in, inOffset, count),
-        array("broadcast", "output", out, outOffset, count), count, DataType.I64, root);
-  }
-
-  @Override
-  public void reduceScatter(long[] in, int inOffset, long[] out, int outOffset, int count,
-      ReduceOp op) {
-    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
-        array("reduceScatter", "output", out, outOffset, count), count, DataType.I64, op);
-  }
-
-  @Override
-  public void allGather(long[] in, int inOffset, long[] out, int outOffset, int count) {
-    allGatherChecked(array("allGather", "input", in, inOffset, count),
-        array("allGather", "output", out, outOffset, count), count, DataType.I64);
-  }
-
-  @Override
-  public void allReduce(LongBuffer in, LongBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    allReduceNow(in, out, count, DataType.I64, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(LongBuffer in, LongBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    return allReduceChecked(in, out, count, DataType.I64, op, null);
-  }
-
-  @Override
-  public void broadcast(LongBuffer in, LongBuffer out, int count, int root) {
-    requireTyped("broadcast", in, out, count);
-    broadcastChecked(in, out, count, DataType.I64, root);
-  }
-
-  @Override
-  public void reduceScatter(LongBuffer in, LongBuffer out, int count, ReduceOp op) {
-    requireTyped("reduceScatter", in, out, count);
-    reduceScatterChecked(in, out, count, DataType.I64, op);
-  }
-
-  @Override
-  public void allGather(LongBuffer in, LongBuffer out, int count) {
-    requireTyped("allGather", in, out, count);
-    allGatherChecked(in, out, count, DataType.I64);
-  }
-
-  private FloatBuffer array(String what, String which, float[] a, int offset, int count) {
-    requireRange(what, which, a == null ? -1 : a.length, offset, count);
-    return FloatBuffer.wrap(a, offset, count).slice();
-  }
-
-  private DoubleBuffer array(String what, String which, double[] a, int offset, int count) {
-    requireRange(what, which, a == null ? -1 : a.length, offset, count);
-    return DoubleBuffer.wrap(a, offset, count).slice();
-  }
-
-  private IntBuffer array(String what, String which, int[] a, int offset, int count) {
-    requireRange(what, which, a == null ? -1 : a.length, offset, count);
-    return IntBuffer.wrap(a, offset, count).slice();
-  }
-
-  private LongBuffer array(String what, String which, long[] a, int offset, int count) {
-    requireRange(what, which, a == null ? -1 : a.length, offset, count);
-    return LongBuffer.wrap(a, offset, count).slice();
-  }
-
-
   // ---- the collectives, arguments checked; in and out are views indexed from element 0 ------
 
-  private Handle allReduceChecked(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
+  @Override
+  Handle allReduceChecked(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
       Algorithm algorithm) {
     requireOp("allReduce", op);
     requireAlgorithm(algorithm);
@@ -703,7 +430,8 @@ public final class HostCommunicator implements Communicator {
   }
 
   /** The blocking allreduce: on the caller's thread unless asynchronous calls are queued. */
-  private void allReduceNow(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
+  @Override
+  void allReduceNow(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
       Algorithm algorithm) {
     requireOp("allReduce", op);
     requireAlgorithm(algorithm);
@@ -727,7 +455,8 @@ public final class HostCommunicator implements Communicator {
     }, op);
   }
 
-  private void broadcastChecked(Buffer in, Buffer out, long count, DataType type, int root) {
+  @Override
+  void broadcastChecked(Buffer in, Buffer out, long count, DataType type, int root) {
     requireRank("broadcast root", root);
     int r = planOf[root];
     runSync("broadcast", windows(count, type), () -> windowed(in, out, count, type, (c) -> plan(
@@ -735,7 +464,8 @@ public final class HostCommunicator implements Communicator {
         ReduceOp.SUM));
   }
 
-  private void reduceScatterChecked(Buffer in, Buffer out, long count, DataType type,
+  @Override
+  void reduceScatterChecked(Buffer in, Buffer out, long count, DataType type,
       ReduceOp op) {
     requireOp("reduceScatter", op);
     if (count <= windowElements(type)) {
@@ -747,7 +477,8 @@ public final class HostCommunicator implements Communicator {
     }
   }
 
-  private void allGatherChecked(Buffer in, Buffer out, long count, DataType type) {
+  @Override
+  void allGatherChecked(Buffer in, Buffer out, long count, DataType type) {
     if (count <= windowElements(type)) {
       runSync("allgather", 1, () -> whole(in, out, count, type, allGatherPlan(count, type),
           ReduceOp.SUM));
@@ -950,41 +681,6 @@ public final class HostCommunicator implements Communicator {
       throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count + " x "
           + type + " needs " + bytes + " bytes; the " + which + " buffer holds "
           + b.capacity());
-    }
-  }
-
-  private void requireTyped(String what, Buffer in, Buffer out, int count) {
-    if (count < 0) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
-          + " elements");
-    }
-    requireTyped(what, "input", in, count);
-    requireTyped(what, "output", out, count);
-  }
-
-  private void requireTyped(String what, String which, Buffer b, int count) {
-    if (b == null) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
-          + " buffer is null");
-    }
-    if (which.equals("output") && b.isReadOnly()) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the output buffer"
-          + " is read-only");
-    }
-    if (b.limit() < count) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
-          + " elements; the " + which + " buffer's limit is " + b.limit());
-    }
-  }
-
-  private void requireRange(String what, String which, int length, int offset, int count) {
-    if (length < 0) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
-          + " array is null");
-    }
-    if (count < 0 || offset < 0 || (long) offset + count > length) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
-          + " elements at offset " + offset + ": the " + which + " array holds " + length);
     }
   }
 
