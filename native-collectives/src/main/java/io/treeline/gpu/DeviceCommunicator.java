@@ -23,6 +23,7 @@ import io.treeline.bootstrap.BootstrapException;
 import io.treeline.comm.CommConfig;
 import io.treeline.comm.RankLayout;
 import io.treeline.core.DataType;
+import io.treeline.core.Handle;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
@@ -76,13 +77,14 @@ import jcuda.CudaException;
  * fails every rank with both calls named) and the abort word (a failing rank fails its peers at
  * once).
  *
- * <p>Calls enqueue work on the communicator's stream and return; {@link #synchronize()} waits
- * for it (with the timeout). The stream is a blocking stream, so work on the legacy default
+ * <p>The implementation of the user interface {@link io.treeline.core.DeviceCommunicator} (its
+ * javadoc is the contract). Calls enqueue work on the communicator's stream and return;
+ * {@link #synchronize()} waits for it (with the timeout). The stream is a blocking stream, so work on the legacy default
  * stream before a call is ordered before it. One thread at a time per communicator.
  * {@link #close()} closes every IPC mapping and event, frees the buffers and removes the
  * segment, also after a failure.
  */
-public final class DeviceCommunicator implements AutoCloseable {
+public final class DeviceCommunicator implements io.treeline.core.DeviceCommunicator {
   private static final System.Logger LOG = System.getLogger("io.treeline.cuda");
   private static final int EVENTS = 2 * PlanRunner.PHASES;
   /** Flag slots per rank (one per local peer), then two words of barrier status. */
@@ -122,6 +124,11 @@ public final class DeviceCommunicator implements AutoCloseable {
   private final long[] copyDst = new long[1];
   private final long[] copyBytes = new long[1];
   private final long[] finishSrc = new long[1];
+  private final long[] segmentSrc = new long[CopyKernels.MAX_SEGMENTS];
+  private final long[] segmentDst = new long[CopyKernels.MAX_SEGMENTS];
+  private final long[] segmentBytes = new long[CopyKernels.MAX_SEGMENTS];
+  /** The last call whose work the host saw finish (a {@link #synchronize()} that returned). */
+  private long synchronizedUpTo;
   private DevicePlanRunner.Program last;
   /** The call in progress, compared with the peers' by the event synchronisation. */
   private CallDescriptor currentCall;
@@ -423,32 +430,53 @@ public final class DeviceCommunicator implements AutoCloseable {
 
   // ---- who is who ----------------------------------------------------------------------------
 
+  @Override
   public int rank() {
     return rank;
   }
 
+  @Override
   public int size() {
     return topology.size();
   }
 
+  @Override
   public int nodeCount() {
     return topology.nodes();
+  }
+
+  @Override
+  public int localSize() {
+    return localTopology.size();
+  }
+
+  @Override
+  public int deviceOrdinal() {
+    return options.ordinal();
+  }
+
+  @Override
+  public java.time.Duration timeout() {
+    return config.timeout();
   }
 
   /**
    * This rank's index among its node's ranks, in the order that spreads their GPUs across PCIe
    * switches: the slice its reduce-scatter owns, and its group across nodes.
    */
+  @Override
   public int localRank() {
     return localRank;
   }
 
   /** This rank's place in node-major order over all ranks (nodes in order of their lowest rank). */
+  @Override
   public int topologyRank() {
     return planRank;
   }
 
   /** The UUID of this rank's GPU, as nvidia-smi prints it. */
+  @Override
   public String gpu() {
     return gpu;
   }
@@ -457,18 +485,15 @@ public final class DeviceCommunicator implements AutoCloseable {
     return sync;
   }
 
-  public CUstream stream() {
+  /** The driver's handle of this rank's stream (see {@link #cudaStream()}). */
+  @Override
+  public long stream() {
+    return DevicePointers.handle(stream);
+  }
+
+  /** The stream every call enqueues on. */
+  public CUstream cudaStream() {
     return stream;
-  }
-
-  /** The segment copies this rank launches on its stream (bucket pack and unpack). */
-  public CopyKernels copies() {
-    return copies;
-  }
-
-  /** The context and kernel module of this rank (for launchers of other kernel families). */
-  public CudaModule module() {
-    return module;
   }
 
   /** The CUDA context this rank's work runs in (the device's primary context). */
@@ -477,15 +502,18 @@ public final class DeviceCommunicator implements AutoCloseable {
   }
 
   /** Device address of this rank's registered INPUT ({@link #capacityBytes()} bytes). */
+  @Override
   public long input() {
     return DevicePointers.address(res.input);
   }
 
   /** Device address of this rank's registered OUTPUT, where in-place allreduces leave results. */
+  @Override
   public long output() {
     return DevicePointers.address(res.output);
   }
 
+  @Override
   public long capacityBytes() {
     return options.bufferBytes();
   }
@@ -511,6 +539,7 @@ public final class DeviceCommunicator implements AutoCloseable {
    * the configured one or the cost model's choice. Every rank must make the same call.
    */
   public void allReduce(long count, DataType type, ReduceOp op, Algorithm algorithm) {
+    requireCall(count, type, op);
     if (count * type.size() > options.bufferBytes()) {
       throw new IllegalArgumentException("rank " + rank + ": " + count + " x " + type + " is "
           + count * type.size() + " bytes, more than the registered buffer of "
@@ -518,6 +547,40 @@ public final class DeviceCommunicator implements AutoCloseable {
           + "raise the buffer size");
     }
     one(count, type, op, algorithm);
+  }
+
+  @Override
+  public void allReduce(long count, DataType type, ReduceOp op) {
+    allReduce(count, type, op, null);
+  }
+
+  @Override
+  public Handle allReduceAsync(long count, DataType type, ReduceOp op) {
+    allReduce(count, type, op, null);
+    return new CallHandle(sequence);
+  }
+
+  @Override
+  public void allReduce(long src, long dst, long count, DataType type, ReduceOp op) {
+    allReduce(src, dst, count, type, op, null);
+  }
+
+  @Override
+  public Handle allReduceAsync(long src, long dst, long count, DataType type, ReduceOp op) {
+    allReduce(src, dst, count, type, op, null);
+    return new CallHandle(sequence);
+  }
+
+  /** Argument errors fail the call on this rank before anything is enqueued. */
+  private void requireCall(long count, DataType type, ReduceOp op) {
+    if (type == null || op == null) {
+      throw new IllegalArgumentException("rank " + rank + ": allReduce needs a data type and a "
+          + "ReduceOp");
+    }
+    if (count < 0) {
+      throw new IllegalArgumentException("rank " + rank + ": allReduce of " + count
+          + " elements");
+    }
   }
 
   /** One allreduce of the registered buffers: inside the node, or across nodes through hosts. */
@@ -636,6 +699,7 @@ public final class DeviceCommunicator implements AutoCloseable {
    */
   public void allReduce(long src, long dst, long count, DataType type, ReduceOp op,
       Algorithm algorithm) {
+    requireCall(count, type, op);
     int es = type.size();
     long window = options.bufferBytes() / es;
     long done = 0;
@@ -647,6 +711,31 @@ public final class DeviceCommunicator implements AutoCloseable {
       copy(output(), dst + done * es, bytes);
       done += c;
     } while (done < count);
+  }
+
+  @Override
+  public void copy(long[] src, long[] dst, long[] bytes, int n) {
+    if (src == null || dst == null || bytes == null || n < 0 || src.length < n
+        || dst.length < n || bytes.length < n) {
+      throw new IllegalArgumentException("rank " + rank + ": copy of " + n + " segments needs "
+          + "src, dst and bytes arrays of at least " + n + " entries");
+    }
+    check("copy");
+    cuCtxSetCurrent(module.context());
+    int most = CopyKernels.MAX_SEGMENTS;
+    if (n <= most) {
+      if (n > 0) {
+        copies.copy(src, dst, bytes, n, stream);
+      }
+      return;
+    }
+    for (int i = 0; i < n; i += most) {
+      int k = Math.min(most, n - i);
+      System.arraycopy(src, i, segmentSrc, 0, k);
+      System.arraycopy(dst, i, segmentDst, 0, k);
+      System.arraycopy(bytes, i, segmentBytes, 0, k);
+      copies.copy(segmentSrc, segmentDst, segmentBytes, k, stream);
+    }
   }
 
   private void copy(long from, long to, long bytes) {
@@ -705,15 +794,22 @@ public final class DeviceCommunicator implements AutoCloseable {
    * Wait until everything enqueued on this rank's stream has run, at most the timeout; then
    * report a flag barrier that gave up (naming the peer and the phase).
    */
+  @Override
   public void synchronize() {
+    synchronize(config.timeout());
+  }
+
+  /** {@link #synchronize()} waiting at most {@code timeout} for the stream. */
+  private void synchronize(java.time.Duration timeout) {
     check("synchronize");
     cuCtxSetCurrent(module.context());
-    long deadline = System.nanoTime() + config.timeout().toNanos();
+    long upTo = sequence;
+    long deadline = System.nanoTime() + timeout.toNanos();
     try {
       while (!done()) {
         if (System.nanoTime() - deadline > 0) {
           throw CollectiveException.timeout(planRank, -1, "synchronize #" + sequence,
-              "the GPU to finish this rank's collectives", config.timeout());
+              "the GPU to finish this rank's collectives", timeout);
         }
         idle.idle();
       }
@@ -731,6 +827,7 @@ public final class DeviceCommunicator implements AutoCloseable {
               + "different call (raise the timeout if it is only slow)", null);
         }
       }
+      synchronizedUpTo = upTo;
     } catch (RuntimeException e) {
       fail(e);
       throw e;
@@ -776,6 +873,44 @@ public final class DeviceCommunicator implements AutoCloseable {
       res.own.abort("rank " + rank + " closed its GPU communicator");
     }
     res.release();
+  }
+
+  /**
+   * The handle of one enqueued call: done once the host saw the stream pass it; waiting for it
+   * is a {@link #synchronize()} (calls run in stream order, so the stream passing a later call
+   * passes this one).
+   */
+  private final class CallHandle implements Handle {
+    private final long call;
+
+    CallHandle(long call) {
+      this.call = call;
+    }
+
+    @Override
+    public boolean isDone() {
+      if (synchronizedUpTo >= call || broken != null || closed) {
+        return true;
+      }
+      cuCtxSetCurrent(module.context());
+      try {
+        return done();
+      } catch (CollectiveException e) {
+        return true; // await throws it at once
+      }
+    }
+
+    @Override
+    public void await() {
+      await(config.timeout());
+    }
+
+    @Override
+    public void await(java.time.Duration timeout) {
+      if (synchronizedUpTo < call) {
+        synchronize(timeout);
+      }
+    }
   }
 
   // ---- synchronisation -----------------------------------------------------------------------

@@ -10,6 +10,7 @@ import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CollectiveCheck;
 import io.treeline.comm.CommConfig;
 import io.treeline.core.DataType;
+import io.treeline.core.DeviceGradientAggregator;
 import io.treeline.core.ReduceOp;
 import io.treeline.core.CollectiveException;
 import io.treeline.kernels.DevicePointers;

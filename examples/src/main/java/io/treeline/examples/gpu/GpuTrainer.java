@@ -17,6 +17,8 @@ import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
 import io.treeline.core.DataType;
+import io.treeline.core.DeviceCommunicator;
+import io.treeline.core.DeviceGradientAggregator;
 import io.treeline.core.ReduceOp;
 import io.treeline.examples.mnist.FashionMnist;
 import io.treeline.examples.mnist.Mlp;
@@ -25,8 +27,6 @@ import io.treeline.kernels.CudaModule;
 import io.treeline.kernels.DevicePointers;
 import io.treeline.kernels.GpuDevices;
 import io.treeline.kernels.TrainingKernels;
-import io.treeline.gpu.DeviceCommunicator;
-import io.treeline.gpu.DeviceGradientAggregator;
 import io.treeline.gpu.DeviceOptions;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -130,7 +130,8 @@ public final class GpuTrainer {
       JCudaDriver.cuDeviceGetCount(count);
       int ordinal = ordinalFor(o.ordinal(), boot.rank(), count[0]);
       FashionMnist data = FashionMnist.load(Path.of(o.data()));
-      try (DeviceCommunicator comm = DeviceCommunicator.create(boot, CommConfig.DEFAULT,
+      try (DeviceCommunicator comm = io.treeline.gpu.DeviceCommunicator.create(boot,
+          CommConfig.DEFAULT,
           DeviceOptions.DEFAULT.withOrdinal(ordinal))) {
         boolean lead = comm.rank() == 0;
         if (lead) {
@@ -164,6 +165,8 @@ public final class GpuTrainer {
     private final MlpLayout layout;
     private final int local;
     private final boolean overlap;
+    /** This example's own kernels (training math), on the communicator's GPU. */
+    private final CudaModule module;
     private final TrainingKernels k;
     private final List<CUdeviceptr> memory = new ArrayList<>();
     private final List<CUevent> events = new ArrayList<>();
@@ -197,9 +200,13 @@ public final class GpuTrainer {
       this.layout = layout;
       this.local = local;
       this.overlap = overlap;
-      comm.module().makeCurrent();
-      this.k = new TrainingKernels(comm.module());
-      this.commStream = comm.stream();
+      try {
+        this.module = new CudaModule(comm.deviceOrdinal()); // the same primary context
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+      this.k = new TrainingKernels(module);
+      this.commStream = DevicePointers.stream(comm.stream());
       if (overlap) {
         ownStream = new CUstream();
         cuStreamCreate(ownStream, CUstream_flags.CU_STREAM_DEFAULT);
@@ -425,7 +432,7 @@ public final class GpuTrainer {
       }
       double[] sum = {hits};
       cuMemcpyHtoD(DevicePointers.at(sumAt), Pointer.to(sum), 8);
-      comm.allReduce(sumAt, sumAt, 1, DataType.F64, ReduceOp.SUM, null);
+      comm.allReduce(sumAt, sumAt, 1, DataType.F64, ReduceOp.SUM);
       comm.synchronize();
       cuMemcpyDtoH(Pointer.to(sum), DevicePointers.at(sumAt), 8);
       return sum[0] / data.testSize();
@@ -439,8 +446,8 @@ public final class GpuTrainer {
       long[] v2 = {crc.getValue(), crc.getValue()};
       long at = crcAt;
       cuMemcpyHtoD(DevicePointers.at(at), Pointer.to(v2), 16);
-      comm.allReduce(at, at, 1, DataType.I64, ReduceOp.MAX, null);
-      comm.allReduce(at + 8, at + 8, 1, DataType.I64, ReduceOp.MIN, null);
+      comm.allReduce(at, at, 1, DataType.I64, ReduceOp.MAX);
+      comm.allReduce(at + 8, at + 8, 1, DataType.I64, ReduceOp.MIN);
       comm.synchronize();
       cuMemcpyDtoH(Pointer.to(v2), DevicePointers.at(at), 16);
       if (v2[0] != v2[1]) {
@@ -462,7 +469,7 @@ public final class GpuTrainer {
 
     @Override
     public void close() {
-      comm.module().makeCurrent();
+      module.makeCurrent();
       try {
         if (ownStream != null) {
           cuStreamSynchronize(ownStream);
@@ -481,6 +488,7 @@ public final class GpuTrainer {
       if (ownStream != null) {
         cuStreamDestroy(ownStream);
       }
+      module.close();
     }
   }
 
