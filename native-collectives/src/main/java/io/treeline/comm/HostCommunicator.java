@@ -4,7 +4,6 @@ import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
 import io.treeline.bootstrap.InProcessBootstrap;
 import io.treeline.conf.TreelineEnv;
-import io.treeline.core.CollectiveException;
 import io.treeline.core.CollectiveTimeoutException;
 import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
@@ -33,8 +32,6 @@ import java.io.IOException;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -92,9 +89,8 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   /** Blocking collectives running on their caller's thread now (0 or 1). */
   private final java.util.concurrent.atomic.AtomicInteger inline =
       new java.util.concurrent.atomic.AtomicInteger();
-  private final Map<String, Plan> plans = new HashMap<>();
-  private volatile Throwable broken;
-  private volatile boolean closed;
+  private final PlanCache<Plan> plans = new PlanCache<>();
+  private final CallState state;
   private long sequence;
   private TypedViews views;
 
@@ -112,6 +108,11 @@ public final class HostCommunicator extends TypedForms implements Communicator {
     this.ownOutput = memory.buffer(planRank, Buf.OUTPUT);
     this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier,
         watch);
+    this.state = new CallState(rank, rank, "collective", reason -> {
+      CommStats.failed();
+      memory.abort(reason);
+      network.abort(reason);
+    });
     this.worker = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "treeline-comm-" + bootstrap.rank());
       t.setDaemon(true);
@@ -180,18 +181,8 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       if (FaultInjection.ON) {
         FaultInjection.at("bootstrap", rank, 0);
       }
-      byte[][] all = bootstrap.allGather(me.encode(), timeout);
-      PeerInfo[] infos = new PeerInfo[n];
-      String[] nodeIds = new String[n];
-      for (int r = 0; r < n; r++) {
-        infos[r] = PeerInfo.decode(all[r]);
-        if (infos[r].rank() != r) {
-          throw new BootstrapException("rank " + rank + ": the bootstrap gave rank " + r
-              + "'s slot to rank " + infos[r].rank());
-        }
-        nodeIds[r] = infos[r].node();
-      }
-      RankLayout layout = RankLayout.of(nodeIds);
+      PeerInfo[] infos = PeerInfo.exchange(bootstrap, me, timeout);
+      RankLayout layout = RankLayout.of(PeerInfo.nodes(infos));
       Topology topo = layout.topology();
       int[] planOf = layout.planOf();
       int[] bootOf = layout.bootOf();
@@ -516,14 +507,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       java.util.function.Supplier<Plan> make) {
     String key = kind + ':' + count + ':' + type + ':' + root;
     Plan p = plans.get(key);
-    if (p == null) {
-      if (plans.size() > 256) {
-        plans.clear(); // a job with ever-new sizes must not grow without bound
-      }
-      p = make.get();
-      plans.put(key, p);
-    }
-    return p;
+    return p != null ? p : plans.put(key, make.get());
   }
 
   private long windowElements(DataType type) {
@@ -698,9 +682,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   }
 
   private Handle submit(String what, long windows, Body body) {
-    if (closed) {
-      throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
-    }
+    state.requireOpen(what);
     queued.incrementAndGet();
     Future<?> f;
     try {
@@ -730,14 +712,10 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       submit(what, windows, body).await();
       return;
     }
-    if (closed) {
-      throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
-    }
+    state.requireOpen(what);
     inline.incrementAndGet();
     try {
-      if (closed) { // close() may have looked at inline before the increment
-        throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
-      }
+      state.requireOpen(what); // close() may have looked at inline before the increment
       runBody(what, body);
     } finally {
       inline.decrementAndGet();
@@ -746,27 +724,21 @@ public final class HostCommunicator extends TypedForms implements Communicator {
 
   /** One collective's body with the failure handling every path shares. */
   private void runBody(String what, Body body) {
-    {
-      Throwable b = broken;
-      if (b != null) {
-        throw new CollectiveException(rank, -1, what, "the communicator failed earlier and "
-            + "cannot run more collectives: " + b.getMessage(), b);
+    state.requireHealthy(what);
+    try {
+      if (FaultInjection.ON) {
+        FaultInjection.at("between", rank, sequence + 1);
       }
-      try {
-        if (FaultInjection.ON) {
-          FaultInjection.at("between", rank, sequence + 1);
-        }
-        body.run();
-      } catch (CollectiveTimeoutException e) {
-        // who waits for whom, asked before the abort below releases everyone
-        CollectiveTimeoutException reported = e.withReport(network.describeWaits(
-            REPORT_BUDGET));
-        fail(reported);
-        throw reported;
-      } catch (RuntimeException | Error e) {
-        fail(e);
-        throw e;
-      }
+      body.run();
+    } catch (CollectiveTimeoutException e) {
+      // who waits for whom, asked before the abort below releases everyone
+      CollectiveTimeoutException reported = e.withReport(network.describeWaits(
+          REPORT_BUDGET));
+      state.fail(reported);
+      throw reported;
+    } catch (RuntimeException | Error e) {
+      state.fail(e);
+      throw e;
     }
   }
 
@@ -777,18 +749,6 @@ public final class HostCommunicator extends TypedForms implements Communicator {
    */
   private Duration callBound(long windows) {
     return config.timeout().multipliedBy(windows).plus(REPORT_BUDGET).plusSeconds(1);
-  }
-
-  private void fail(Throwable e) {
-    if (broken == null) {
-      broken = e;
-      CommStats.failed();
-      String reason = "rank " + rank + " failed: " + e.getMessage();
-      memory.abort(reason);
-      network.abort(reason);
-      LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": collective failed, telling the "
-          + "peers: " + e.getMessage());
-    }
   }
 
   private void windowed(Buffer in, Buffer out, long count, DataType type, PlanFor plans,
@@ -898,11 +858,10 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   /** Releases segments, mappings, sockets and threads; safe after a failure and twice. */
   @Override
   public void close() {
-    if (closed) {
+    if (!state.close()) {
       return;
     }
-    closed = true;
-    if (broken == null) {
+    if (state.broken() == null) {
       // a peer still waiting on this rank (its task failed outside a collective) fails now
       // instead of at its timeout; a peer that finished our last call never looks again
       String reason = "rank " + rank + " closed its communicator (its task ended)";

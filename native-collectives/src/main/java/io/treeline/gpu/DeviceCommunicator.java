@@ -20,7 +20,10 @@ import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
 
 import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
+import io.treeline.comm.CallState;
 import io.treeline.comm.CommConfig;
+import io.treeline.comm.PeerInfo;
+import io.treeline.comm.PlanCache;
 import io.treeline.comm.RankLayout;
 import io.treeline.core.DataType;
 import io.treeline.core.Handle;
@@ -46,7 +49,6 @@ import io.treeline.transport.shm.SharedSegment;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -111,8 +113,8 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   private final DeviceCostModel costModel;
   private final Resources res;
   private final DevicePlanRunner runner;
-  private final Map<String, DevicePlanRunner.Program> programs = new HashMap<>();
-  private final Map<String, Staged> staged = new HashMap<>();
+  private final PlanCache<DevicePlanRunner.Program> programs = new PlanCache<>();
+  private final PlanCache<Staged> staged = new PlanCache<>();
   /** The staged plan of the last call: a training loop's every step takes it without a lookup. */
   private Staged lastStaged;
   /** This rank in the staged plans: node-major, with its node's ranks in local-rank order. */
@@ -133,8 +135,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   /** The call in progress, compared with the peers' by the event synchronisation. */
   private CallDescriptor currentCall;
   private long sequence;
-  private Throwable broken;
-  private boolean closed;
+  private final CallState state;
 
   /** Everything that {@link #close()} must release, filled in as it is made. */
   private static final class Resources {
@@ -232,6 +233,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
     this.gpu = gpu;
     this.sync = sync;
     this.costModel = costModel;
+    this.state = new CallState(planRank, rank, "GPU collective", res.own::abort);
     DeviceSync s = sync == DeviceOptions.Sync.FLAGS ? new FlagSync() : new EventSync();
     this.runner = new DevicePlanRunner(reducers, copies, stream, s, localRank, input, output);
   }
@@ -276,18 +278,18 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       r.own = SharedSegment.create(path, rank, 64);
       r.localKey = path.toString();
       LOCAL_EVENTS.put(r.localKey, r.events);
-      DevicePeerInfo me = new DevicePeerInfo(rank, bootstrap.nodeId(), pid, gpu, busId,
-          path.toString(), DevicePointers.address(r.input), DevicePointers.address(r.output),
+      DeviceAddress address = new DeviceAddress(gpu, busId, path.toString(),
+          DevicePointers.address(r.input), DevicePointers.address(r.output),
           DevicePointers.address(r.flags), memHandle(r.input), memHandle(r.output),
           memHandle(r.flags), eventHandles);
-      byte[][] all = bootstrap.allGather(me.encode(), config.timeout());
-      DevicePeerInfo[] infos = new DevicePeerInfo[n];
-      String[] nodes = new String[n];
+      // the host path's codec: who each rank is, and its device address as its peer memory
+      PeerInfo[] infos = PeerInfo.exchange(bootstrap, new PeerInfo(rank, bootstrap.nodeId(), pid,
+          address.encode(), new byte[0]), config.timeout());
+      DeviceAddress[] addresses = new DeviceAddress[n];
       for (int p = 0; p < n; p++) {
-        infos[p] = DevicePeerInfo.decode(all[p]);
-        nodes[p] = infos[p].node();
+        addresses[p] = DeviceAddress.decode(infos[p].memory());
       }
-      RankLayout layout = RankLayout.of(nodes);
+      RankLayout layout = RankLayout.of(PeerInfo.nodes(infos));
       Topology topo = layout.topology();
       int mine = layout.planOf()[rank];
       int node = topo.node(mine);
@@ -296,7 +298,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       // rank tells the others its index (other nodes' PCI trees are not readable from here)
       java.util.List<String> buses = new java.util.ArrayList<>();
       for (int l = 0; l < local; l++) {
-        buses.add(infos[layout.bootOf()[topo.rank(node, l)]].busId());
+        buses.add(addresses[layout.bootOf()[topo.rank(node, l)]].busId());
       }
       int[] order = io.treeline.topology.LocalRankOrder.order(buses,
           io.treeline.topology.LocalRankOrder::sysfs);
@@ -326,35 +328,37 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       boolean oneProcess = true;
       java.util.Set<String> gpus = new java.util.HashSet<>();
       for (int l = 0; l < local; l++) {
-        DevicePeerInfo info = infos[layout.bootOf()[topo.rank(node, order[l])]];
-        r.pids[l] = info.pid();
+        int boot = layout.bootOf()[topo.rank(node, order[l])];
+        PeerInfo peer = infos[boot];
+        DeviceAddress info = addresses[boot];
+        r.pids[l] = peer.pid();
         distinct &= gpus.add(info.gpu());
-        oneProcess &= info.pid() == pid;
+        oneProcess &= peer.pid() == pid;
         if (l == myLocal) {
           input[l] = info.input();
           output[l] = info.output();
           r.flagsOf[l] = info.flags();
           r.segments[l] = r.own;
           r.eventsOf[l] = r.events;
-        } else if (info.pid() == pid) {
+        } else if (peer.pid() == pid) {
           if (!info.gpu().equals(gpu)) {
-            throw new UnsupportedOperationException("ranks " + rank + " and " + info.rank()
+            throw new UnsupportedOperationException("ranks " + rank + " and " + peer.rank()
                 + " are in one process on different GPUs; run one process per GPU");
           }
           input[l] = info.input();
           output[l] = info.output();
           r.flagsOf[l] = info.flags();
-          r.segments[l] = SharedSegment.open(Path.of(info.segment()), info.rank());
+          r.segments[l] = SharedSegment.open(Path.of(info.segment()), peer.rank());
           r.eventsOf[l] = LOCAL_EVENTS.get(info.segment());
           if (r.eventsOf[l] == null) {
-            throw new IllegalStateException("rank " + info.rank() + " is in this process but "
+            throw new IllegalStateException("rank " + peer.rank() + " is in this process but "
                 + "its events are not registered");
           }
         } else {
-          input[l] = open(r, info.inputHandle(), rank, info.rank(), "INPUT");
-          output[l] = open(r, info.outputHandle(), rank, info.rank(), "OUTPUT");
-          r.flagsOf[l] = open(r, info.flagsHandle(), rank, info.rank(), "flags");
-          r.segments[l] = SharedSegment.open(Path.of(info.segment()), info.rank());
+          input[l] = open(r, info.inputHandle(), rank, peer.rank(), "INPUT");
+          output[l] = open(r, info.outputHandle(), rank, peer.rank(), "OUTPUT");
+          r.flagsOf[l] = open(r, info.flagsHandle(), rank, peer.rank(), "flags");
+          r.segments[l] = SharedSegment.open(Path.of(info.segment()), peer.rank());
           r.eventsOf[l] = new CUevent[EVENTS];
           for (int i = 0; i < EVENTS; i++) {
             CUevent e = new CUevent();
@@ -612,12 +616,8 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       String key = "staged:" + count + ':' + type + ':' + op; // a new shape only
       st = staged.get(key);
       if (st == null) {
-        if (staged.size() > 256) {
-          staged.clear();
-        }
-        st = compileStaged(StagedHierarchical.allReduce(topology, type, count, config.plan(),
-            options.stagingChunkBytes()), op);
-        staged.put(key, st);
+        st = staged.put(key, compileStaged(StagedHierarchical.allReduce(topology, type, count,
+            config.plan(), options.stagingChunkBytes()), op));
       }
       lastStaged = st;
     }
@@ -759,12 +759,8 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
     String key = a.id() + ':' + count + ':' + type + ':' + op;
     p = programs.get(key);
     if (p == null) {
-      if (programs.size() > 256) {
-        programs.clear();
-      }
       Plan plan = a.allReduce(localTopology, type, count, config.plan());
-      p = runner.compile(plan, op);
-      programs.put(key, p);
+      p = programs.put(key, runner.compile(plan, op));
     }
     last = p;
     return p;
@@ -844,32 +840,20 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   }
 
   private void check(String what) {
-    if (closed) {
-      throw new CollectiveException(planRank, -1, what, "the communicator is closed", null);
-    }
-    if (broken != null) {
-      throw new CollectiveException(planRank, -1, what, "the communicator failed earlier and "
-          + "cannot run more collectives: " + broken.getMessage(), broken);
-    }
+    state.check(what);
   }
 
   private void fail(Throwable e) {
-    if (broken == null) {
-      broken = e;
-      res.own.abort("rank " + rank + " failed: " + e.getMessage());
-      LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": GPU collective failed, telling "
-          + "the peers: " + e.getMessage());
-    }
+    state.fail(e);
   }
 
   /** Closes every IPC mapping and event, frees the buffers and the segment; after failure too. */
   @Override
   public void close() {
-    if (closed) {
+    if (!state.close()) {
       return;
     }
-    closed = true;
-    if (broken == null) {
+    if (state.broken() == null) {
       res.own.abort("rank " + rank + " closed its GPU communicator");
     }
     res.release();
@@ -889,7 +873,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
 
     @Override
     public boolean isDone() {
-      if (synchronizedUpTo >= call || broken != null || closed) {
+      if (synchronizedUpTo >= call || state.broken() != null || state.closed()) {
         return true;
       }
       cuCtxSetCurrent(module.context());
@@ -918,7 +902,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   /** Ranks sharing a GPU: IPC events, recorded after each phase, waited on by the peers' streams. */
   private final class EventSync implements DeviceSync {
     private final PeerFlags flags = new PeerFlags(localRank, res.segments, res.pids,
-        config.timeout(), () -> closed);
+        config.timeout(), () -> state.closed());
 
     @Override
     public void signal(int phase, long value, int parity) {

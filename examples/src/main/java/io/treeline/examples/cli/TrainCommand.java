@@ -267,9 +267,9 @@ final class TrainCommand implements Callable<Integer> {
     return 0;
   }
 
-  /** Under ./treeline run on the GPU: {@link GpuTrainer#run}; rank 0 writes the curves. */
+  /** Under ./treeline run on the GPU: {@code GpuTrainMain.run}; rank 0 writes the curves. */
   private int gpuProcesses(GpuTrainOptions go, int ranks) throws IOException {
-    GpuTrainer.Outcome r = GpuTrainer.run(go, out);
+    GpuTrainer.Outcome r = io.treeline.examples.gpu.GpuTrainMain.run(go, out);
     if ("0".equals(System.getenv(TcpStoreBootstrap.RANK))) {
       write(outDir, r.result().history(), ranks, "GPU " + r.gpu(), go.train(), out);
     }

@@ -14,8 +14,6 @@ import static jcuda.driver.JCudaDriver.cuStreamDestroy;
 import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
 import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
 
-import io.treeline.bootstrap.TcpStoreBootstrap;
-import io.treeline.comm.CommConfig;
 import io.treeline.core.DataType;
 import io.treeline.core.DeviceCommunicator;
 import io.treeline.core.DeviceGradientAggregator;
@@ -27,13 +25,10 @@ import io.treeline.kernels.CudaModule;
 import io.treeline.kernels.DevicePointers;
 import io.treeline.kernels.GpuDevices;
 import io.treeline.kernels.TrainingKernels;
-import io.treeline.gpu.DeviceOptions;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -113,36 +108,6 @@ public final class GpuTrainer {
       throw new IllegalArgumentException("no GPU to place rank " + rank + " on");
     }
     return rank % gpus;
-  }
-
-  /**
-   * Under {@code ./treeline run} (TREELINE_RANK, TREELINE_WORLD_SIZE, TREELINE_MASTER_ADDR,
-   * TREELINE_MASTER_PORT set): joins the job, trains, returns rank 0's figures (the others
-   * return theirs, the same). Throws IllegalStateException saying why when there is no GPU.
-   */
-  public static Outcome run(GpuTrainOptions o, PrintStream out) throws IOException {
-    String why = unavailable();
-    if (why != null) {
-      throw new IllegalStateException("no GPU to train on: " + why);
-    }
-    try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120))) {
-      int[] count = new int[1];
-      JCudaDriver.cuDeviceGetCount(count);
-      int ordinal = ordinalFor(o.ordinal(), boot.rank(), count[0]);
-      FashionMnist data = FashionMnist.load(Path.of(o.data()));
-      try (DeviceCommunicator comm = io.treeline.gpu.DeviceCommunicator.create(boot,
-          CommConfig.DEFAULT,
-          DeviceOptions.DEFAULT.withOrdinal(ordinal))) {
-        boolean lead = comm.rank() == 0;
-        if (lead) {
-          out.printf("treeline train: %d ranks as processes on GPU %s, MLP %s, global batch "
-              + "%d, %d epochs, overlap %s%n", comm.size(), comm.gpu(),
-              java.util.Arrays.toString(o.train().hidden()), o.train().batch(),
-              o.train().epochs(), o.overlap() ? "on" : "off");
-        }
-        return train(comm, data, o, lead ? out : null, null);
-      }
-    }
   }
 
   /** Trains on {@code comm}'s GPU; collective: every rank calls it with the same options. */
