@@ -4,7 +4,6 @@ import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuDeviceGetUuid;
 import static jcuda.driver.JCudaDriver.cuEventCreate;
 import static jcuda.driver.JCudaDriver.cuEventDestroy;
-import static jcuda.driver.JCudaDriver.cuEventRecord;
 import static jcuda.driver.JCudaDriver.cuIpcCloseMemHandle;
 import static jcuda.driver.JCudaDriver.cuIpcGetEventHandle;
 import static jcuda.driver.JCudaDriver.cuIpcGetMemHandle;
@@ -16,7 +15,6 @@ import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
 import static jcuda.driver.JCudaDriver.cuMemsetD8;
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
 import static jcuda.driver.JCudaDriver.cuStreamDestroy;
-import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
 
 import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
@@ -44,7 +42,6 @@ import io.treeline.plan.Plan;
 import io.treeline.plan.StagedHierarchical;
 import io.treeline.plan.Step;
 import io.treeline.plan.Topology;
-import io.treeline.transport.shm.PeerFlags;
 import io.treeline.transport.shm.SharedSegment;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -73,24 +70,26 @@ import jcuda.CudaException;
  * same process share addresses directly (an IPC handle cannot be opened by the process that made
  * it).
  *
- * <p>Synchronisation ({@link DeviceOptions.Sync}): on distinct GPUs a barrier kernel on flags in
- * peer memory; on ranks that share a GPU, IPC events ordered by a handshake in each rank's
- * shared-memory segment, which also carries the call descriptor (a rank making a different call
+ * <p>The mapped buffers and their synchronisation are the rank's {@link CudaPeerMemory}, the
+ * transport SPI's {@code LocalPeerMemory} on the GPU, which {@link DevicePlanRunner}'s compiled
+ * Signal/Wait steps drive. Synchronisation ({@link DeviceOptions.Sync}): on distinct GPUs a
+ * barrier kernel on flags in peer memory; on ranks that share a GPU, IPC events ordered by a
+ * handshake in each rank's shared-memory segment, which also carries the call descriptor (a rank making a different call
  * fails every rank with both calls named) and the abort word (a failing rank fails its peers at
  * once).
  *
  * <p>The implementation of the user interface {@link io.treeline.core.DeviceCommunicator} (its
  * javadoc is the contract). Calls enqueue work on the communicator's stream and return;
- * {@link #synchronize()} waits for it (with the timeout). The stream is a blocking stream, so work on the legacy default
- * stream before a call is ordered before it. One thread at a time per communicator.
+ * {@link #synchronize()} waits for it (with the timeout). The stream is a blocking stream, so
+ * work on the legacy default stream before a call is ordered before it. One thread at a time
+ * per communicator.
  * {@link #close()} closes every IPC mapping and event, frees the buffers and removes the
  * segment, also after a failure.
  */
 public final class DeviceCommunicator implements io.treeline.core.DeviceCommunicator {
   private static final System.Logger LOG = System.getLogger("io.treeline.cuda");
   private static final int EVENTS = 2 * PlanRunner.PHASES;
-  /** Flag slots per rank (one per local peer), then two words of barrier status. */
-  private static final int FLAG_SLOTS = FlagKernels.MAX_RANKS;
+  private static final int FLAG_SLOTS = CudaPeerMemory.FLAG_SLOTS;
   private static final long FLAGS_BYTES = 256;
   /** Events of ranks in this process, by segment path: peers in one JVM use them directly. */
   private static final Map<String, CUevent[]> LOCAL_EVENTS = new ConcurrentHashMap<>();
@@ -132,8 +131,8 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   /** The last call whose work the host saw finish (a {@link #synchronize()} that returned). */
   private long synchronizedUpTo;
   private DevicePlanRunner.Program last;
-  /** The call in progress, compared with the peers' by the event synchronisation. */
-  private CallDescriptor currentCall;
+  /** The node's registered buffers and the synchronisation on them, behind the transport SPI. */
+  private final CudaPeerMemory memory;
   private long sequence;
   private final CallState state;
 
@@ -233,9 +232,12 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
     this.gpu = gpu;
     this.sync = sync;
     this.costModel = costModel;
-    this.state = new CallState(planRank, rank, "GPU collective", res.own::abort);
-    DeviceSync s = sync == DeviceOptions.Sync.FLAGS ? new FlagSync() : new EventSync();
-    this.runner = new DevicePlanRunner(reducers, copies, stream, s, localRank, input, output);
+    this.memory = new CudaPeerMemory(sync == DeviceOptions.Sync.FLAGS, localRank,
+        localTopology.size(), res.segments, res.pids, res.events, res.eventsOf, res.flagsOf,
+        flagKernels, stream, config.timeout(), this::isClosed, res::release);
+    this.state = new CallState(planRank, rank, "GPU collective", memory::abort);
+    this.runner = new DevicePlanRunner(reducers, copies, stream, memory, localRank, input,
+        output);
   }
 
   /**
@@ -782,8 +784,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
     cuCtxSetCurrent(module.context());
     long seq = ++sequence;
     CallDescriptor call = CallDescriptor.of(plan, op);
-    res.own.beginCall(seq, call.count(), call.meta());
-    currentCall = call;
+    memory.beginCall(seq, call);
   }
 
   /**
@@ -843,6 +844,10 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
     state.check(what);
   }
 
+  private boolean isClosed() {
+    return state.closed();
+  }
+
   private void fail(Throwable e) {
     state.fail(e);
   }
@@ -854,9 +859,9 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       return;
     }
     if (state.broken() == null) {
-      res.own.abort("rank " + rank + " closed its GPU communicator");
+      memory.leave("rank " + rank + " closed its GPU communicator");
     }
-    res.release();
+    memory.close();
   }
 
   /**
@@ -894,61 +899,6 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       if (synchronizedUpTo < call) {
         synchronize(timeout);
       }
-    }
-  }
-
-  // ---- synchronisation -----------------------------------------------------------------------
-
-  /** Ranks sharing a GPU: IPC events, recorded after each phase, waited on by the peers' streams. */
-  private final class EventSync implements DeviceSync {
-    private final PeerFlags flags = new PeerFlags(localRank, res.segments, res.pids,
-        config.timeout(), () -> state.closed());
-
-    @Override
-    public void signal(int phase, long value, int parity) {
-      cuEventRecord(res.events[parity * PlanRunner.PHASES + phase], stream);
-      res.own.signal(value); // release: a peer that sees it may wait on the recorded event
-    }
-
-    @Override
-    public void await(int peer, int phase, long value, int parity, long deadline, String what) {
-      flags.await(peer, value, deadline, what, sequence, currentCall);
-      cuStreamWaitEvent(stream, res.eventsOf[peer][parity * PlanRunner.PHASES + phase], 0);
-    }
-  }
-
-  /** Ranks on distinct GPUs: one barrier kernel on flags in peer memory per barrier. */
-  private final class FlagSync implements DeviceSync {
-    private final long[] flagPtrs = new long[ReduceKernels.MAX_INPUTS];
-
-    @Override
-    public void signal(int phase, long value, int parity) {
-      throw new UnsupportedOperationException("flag sync runs whole barriers");
-    }
-
-    @Override
-    public void await(int peer, int phase, long value, int parity, long deadline, String what) {
-      throw new UnsupportedOperationException("flag sync runs whole barriers");
-    }
-
-    @Override
-    public void barrier(int[] group, int self, int phase, long value, int parity, long deadline,
-        String what) {
-      int n = localTopology.size();
-      if (group.length != n) {
-        throw new IllegalArgumentException("flag barriers span the whole node; " + what
-            + " names " + group.length + " of " + n + " ranks");
-      }
-      for (int p = 0; p < n; p++) {
-        flagPtrs[p] = res.flagsOf[p];
-      }
-      flagKernels.barrier(flagPtrs, n, localRank, value, config.timeout().toNanos(),
-          res.flagsOf[localRank] + 8L * FLAG_SLOTS, stream);
-    }
-
-    @Override
-    public boolean barriersOnly() {
-      return true;
     }
   }
 }
