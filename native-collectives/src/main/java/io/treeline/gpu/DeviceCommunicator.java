@@ -3,18 +3,14 @@ package io.treeline.gpu;
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuDeviceGetUuid;
 import static jcuda.driver.JCudaDriver.cuEventCreate;
-import static jcuda.driver.JCudaDriver.cuEventDestroy;
-import static jcuda.driver.JCudaDriver.cuIpcCloseMemHandle;
 import static jcuda.driver.JCudaDriver.cuIpcGetEventHandle;
 import static jcuda.driver.JCudaDriver.cuIpcGetMemHandle;
 import static jcuda.driver.JCudaDriver.cuIpcOpenEventHandle;
 import static jcuda.driver.JCudaDriver.cuIpcOpenMemHandle;
 import static jcuda.driver.JCudaDriver.cuMemAlloc;
-import static jcuda.driver.JCudaDriver.cuMemFree;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
 import static jcuda.driver.JCudaDriver.cuMemsetD8;
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
-import static jcuda.driver.JCudaDriver.cuStreamDestroy;
 
 import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
@@ -47,8 +43,6 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
@@ -91,8 +85,6 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   private static final int EVENTS = 2 * PlanRunner.PHASES;
   private static final int FLAG_SLOTS = CudaPeerMemory.FLAG_SLOTS;
   private static final long FLAGS_BYTES = 256;
-  /** Events of ranks in this process, by segment path: peers in one JVM use them directly. */
-  private static final Map<String, CUevent[]> LOCAL_EVENTS = new ConcurrentHashMap<>();
 
   private final CommConfig config;
   private final DeviceOptions options;
@@ -110,7 +102,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   private final String gpu;
   private final DeviceOptions.Sync sync;
   private final DeviceCostModel costModel;
-  private final Resources res;
+  private final DeviceResources res;
   private final DevicePlanRunner runner;
   private final PlanCache<DevicePlanRunner.Program> programs = new PlanCache<>();
   private final PlanCache<Staged> staged = new PlanCache<>();
@@ -136,82 +128,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   private long sequence;
   private final CallState state;
 
-  /** Everything that {@link #close()} must release, filled in as it is made. */
-  private static final class Resources {
-    CudaModule module;
-    CUstream stream;
-    CUdeviceptr input;
-    CUdeviceptr output;
-    CUdeviceptr flags;
-    CUevent[] events;
-    String localKey;
-    SharedSegment own;
-    SharedSegment[] segments;
-    final List<CUdeviceptr> mappings = new ArrayList<>();
-    final List<CUevent> peerEvents = new ArrayList<>();
-    CUevent[][] eventsOf;
-    long[] flagsOf;
-    long[] pids;
-    HostStage stage;
-
-    void release() {
-      if (module != null) {
-        cuCtxSetCurrent(module.context());
-      }
-      if (stage != null) {
-        quietly(stage::close);
-      }
-      for (CUdeviceptr m : mappings) {
-        quietly(() -> cuIpcCloseMemHandle(m));
-      }
-      mappings.clear();
-      for (CUevent e : peerEvents) {
-        quietly(() -> cuEventDestroy(e));
-      }
-      peerEvents.clear();
-      if (localKey != null) {
-        LOCAL_EVENTS.remove(localKey);
-      }
-      if (events != null) {
-        for (CUevent e : events) {
-          if (e != null) {
-            quietly(() -> cuEventDestroy(e));
-          }
-        }
-      }
-      for (CUdeviceptr p : new CUdeviceptr[] {input, output, flags}) {
-        if (p != null) {
-          quietly(() -> cuMemFree(p));
-        }
-      }
-      if (stream != null) {
-        quietly(() -> cuStreamDestroy(stream));
-      }
-      if (segments != null) {
-        for (SharedSegment s : segments) {
-          if (s != null && s != own) {
-            s.close();
-          }
-        }
-      }
-      if (own != null) {
-        own.close();
-      }
-      if (module != null) {
-        quietly(module::close);
-      }
-    }
-  }
-
-  private static void quietly(Runnable r) {
-    try {
-      r.run();
-    } catch (RuntimeException e) {
-      LOG.log(System.Logger.Level.DEBUG, "while releasing GPU resources: " + e);
-    }
-  }
-
-  private DeviceCommunicator(CommConfig config, DeviceOptions options, Resources res,
+  private DeviceCommunicator(CommConfig config, DeviceOptions options, DeviceResources res,
       Topology topology, int rank, int planRank, int localRank, String gpu,
       DeviceOptions.Sync sync,
       DeviceCostModel costModel, long[] input, long[] output) {
@@ -249,7 +166,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       DeviceOptions options) {
     int rank = bootstrap.rank();
     int n = bootstrap.size();
-    Resources r = new Resources();
+    DeviceResources r = new DeviceResources();
     try {
       r.module = new CudaModule(options.ordinal());
       CUuuid uuid = new CUuuid();
@@ -279,7 +196,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
           + SharedSegment.jobTag(bootstrap.secret()) + "-r" + rank + "-p" + pid);
       r.own = SharedSegment.create(path, rank, 64);
       r.localKey = path.toString();
-      LOCAL_EVENTS.put(r.localKey, r.events);
+      DeviceResources.LOCAL_EVENTS.put(r.localKey, r.events);
       DeviceAddress address = new DeviceAddress(gpu, busId, path.toString(),
           DevicePointers.address(r.input), DevicePointers.address(r.output),
           DevicePointers.address(r.flags), memHandle(r.input), memHandle(r.output),
@@ -351,7 +268,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
           output[l] = info.output();
           r.flagsOf[l] = info.flags();
           r.segments[l] = SharedSegment.open(Path.of(info.segment()), peer.rank());
-          r.eventsOf[l] = LOCAL_EVENTS.get(info.segment());
+          r.eventsOf[l] = DeviceResources.LOCAL_EVENTS.get(info.segment());
           if (r.eventsOf[l] == null) {
             throw new IllegalStateException("rank " + peer.rank() + " is in this process but "
                 + "its events are not registered");
@@ -419,7 +336,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
     return IpcHandles.bytes(h);
   }
 
-  private static long open(Resources r, byte[] handle, int rank, int peer, String what) {
+  private static long open(DeviceResources r, byte[] handle, int rank, int peer, String what) {
     CUdeviceptr p = new CUdeviceptr();
     try {
       cuIpcOpenMemHandle(p, IpcHandles.memHandle(handle),
