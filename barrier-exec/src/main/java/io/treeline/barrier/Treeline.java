@@ -4,7 +4,7 @@ import io.treeline.comm.CommConfig;
 import io.treeline.comm.HostCommunicator;
 import io.treeline.conf.TreelineConf;
 import io.treeline.core.Communicator;
-import io.treeline.gpu.DeviceCommunicator;
+import io.treeline.core.DeviceCommunicator;
 import io.treeline.gpu.DeviceOptions;
 import java.util.HashMap;
 import java.util.Map;
@@ -106,7 +106,8 @@ public final class Treeline {
   }
 
   /**
-   * The GPU path inside a barrier stage: a {@link DeviceCommunicator} on the GPU Spark gave
+   * The GPU path inside a barrier stage: a {@link DeviceCommunicator} (allreduce of device
+   * memory, stream-ordered; its javadoc is the contract) on the GPU Spark gave
    * this task ({@code spark.task.resource.gpu.amount=1}; its address, an nvidia-smi index or a
    * UUID, is bound to this process's CUDA ordinal by {@link GpuBinding}: ranks are told apart
    * by GPU UUID, not by ordinal). Inside a node the ranks map each other's registered buffers through CUDA IPC; across
@@ -120,7 +121,8 @@ public final class Treeline {
    */
   public static DeviceCommunicator deviceCommunicator() {
     return perTask(DEVICE_BY_TASK, "deviceCommunicator", (boot, conf, tc) ->
-        DeviceCommunicator.create(boot, CommConfig.from(conf), DeviceOptions.from(conf, gpuOrdinal(tc))));
+        io.treeline.gpu.DeviceCommunicator.create(boot, CommConfig.from(conf),
+            DeviceOptions.from(conf, gpuOrdinal(tc))));
   }
 
   /**
@@ -129,7 +131,7 @@ public final class Treeline {
    */
   static int gpuOrdinal(TaskContext tc) {
     GpuBinding.Bound b = GpuBinding.forTask();
-    // without a CUDA driver the ordinal is unknown; DeviceCommunicator then says why it
+    // without a CUDA driver the ordinal is unknown; the device communicator then says why it
     // cannot start
     return b == null ? 0 : Math.max(0, b.cudaOrdinal());
   }
@@ -144,13 +146,12 @@ public final class Treeline {
   }
 
   /**
-   * The {@code spark.treeline.*} settings of a Spark configuration, validated.
-   *
-   * @param sc the configuration
-   * @return its Treeline settings
-   * @throws IllegalArgumentException naming an unknown key or a bad value
+   * The {@code spark.treeline.*} settings of a Spark configuration, validated. Not user API: a
+   * user sets the keys as strings on the {@code SparkConf} (docs/configuration.md, also in the
+   * jar), the plugin checks them at start-up and {@link #communicator()} at set-up; the typed
+   * view ({@code conf.TreelineConf}, its {@code ConfEntry}s) is the engine's own.
    */
-  public static TreelineConf conf(SparkConf sc) {
+  static TreelineConf conf(SparkConf sc) {
     Map<String, String> m = new HashMap<>();
     for (Tuple2<String, String> kv : sc.getAllWithPrefix(TreelineConf.PREFIX)) {
       m.put(TreelineConf.PREFIX + kv._1(), kv._2());

@@ -41,4 +41,25 @@ class UserApiRulesTest {
             + "io.treeline.barrier on the Spark side")
         .check(classes);
   }
+
+  /**
+   * The GPU trainer ({@code GpuTrainer} and its nested classes: the training loop, its buckets
+   * and the Spark task's call) is written as a GPU user writes it: the device communicator and
+   * gradient aggregator through {@code io.treeline.core}, its own kernels ({@code
+   * io.treeline.kernels}, which stand for a user's CUDA code), no engine internals. The
+   * launchers that create a communicator outside Spark ({@code GpuTrainMain}) are not user code.
+   */
+  @Test
+  void gpuTrainingCodeUsesTheDeviceInterfaceOnly() {
+    JavaClasses classes = new ClassFileImporter().importUrls(List.of(
+        Trainer.class.getProtectionDomain().getCodeSource().getLocation()));
+    noClasses().that(simpleNameStartingWith("GpuTrainer")
+            .and(resideInAPackage("io.treeline.examples.gpu")))
+        .should().dependOnClassesThat(resideInAPackage("io.treeline..")
+            .and(not(resideInAnyPackage("io.treeline.core..", "io.treeline.barrier..",
+                "io.treeline.kernels..", "io.treeline.examples.."))))
+        .because("a GPU user needs no internals: core.DeviceCommunicator and "
+            + "core.DeviceGradientAggregator (issue 13, issue 17)")
+        .check(classes);
+  }
 }

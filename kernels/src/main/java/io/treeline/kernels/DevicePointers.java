@@ -4,6 +4,7 @@ import java.lang.reflect.Field;
 import jcuda.NativePointerObject;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUstream;
 
 /**
  * Device addresses as plain {@code long}s. Kernel launches take their pointer arguments from
@@ -35,6 +36,29 @@ public final class DevicePointers {
     } catch (IllegalAccessException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /**
+   * The driver handle a JCuda object wraps ({@code CUstream}, {@code CUevent}, ...), as a
+   * {@code long}: what a user-facing API passes instead of a JCuda type.
+   */
+  public static long handle(NativePointerObject o) {
+    try {
+      return NATIVE.getLong(o);
+    } catch (IllegalAccessException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** A {@link CUstream} for a driver stream handle (from {@link #handle}); it owns nothing. */
+  public static CUstream stream(long handle) {
+    CUstream s = new CUstream();
+    try {
+      NATIVE.setLong(s, handle);
+    } catch (IllegalAccessException e) {
+      throw new IllegalStateException(e);
+    }
+    return s;
   }
 
   /** A {@link CUdeviceptr} for a raw device address (for driver calls that want one). */

@@ -4,7 +4,6 @@ import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
 import io.treeline.bootstrap.InProcessBootstrap;
 import io.treeline.conf.TreelineEnv;
-import io.treeline.core.CollectiveException;
 import io.treeline.core.CollectiveTimeoutException;
 import io.treeline.core.Communicator;
 import io.treeline.core.DataType;
@@ -32,13 +31,7 @@ import io.treeline.transport.tcp.TcpTransport;
 import java.io.IOException;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
-import java.nio.DoubleBuffer;
-import java.nio.FloatBuffer;
-import java.nio.IntBuffer;
-import java.nio.LongBuffer;
 import java.time.Duration;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -60,7 +53,8 @@ import java.util.concurrent.TimeUnit;
  * synchronous methods wait for it, the {@code *Async} ones return a {@link Handle}. Data is
  * copied into this rank's segment and the result copied out (direct ByteBuffers through the
  * host reducer's copy, arrays and typed buffers through {@link TypedViews}; in and out may be
- * the same). Messages larger than a segment run in windows: allreduces and broadcasts in
+ * the same). The array and typed-buffer forms are the adapter {@link TypedForms}, which checks
+ * their arguments and hands views to the checked collectives here. Messages larger than a segment run in windows: allreduces and broadcasts in
  * consecutive pieces, reduce-scatters and all-gathers in a piece of every rank's slice at a
  * time ({@code bySlices}).
  *
@@ -71,7 +65,7 @@ import java.util.concurrent.TimeUnit;
  * hang report (who waits for whom). {@link #close} tells the peers this rank leaves after its
  * last call, and releases segments, mappings, sockets and threads, after a failure too.
  */
-public final class HostCommunicator implements Communicator {
+public final class HostCommunicator extends TypedForms implements Communicator {
   private static final System.Logger LOG = System.getLogger("io.treeline.comm");
   /** How long a timed-out collective waits for the peers' answers to its hang report. */
   private static final Duration REPORT_BUDGET = Duration.ofMillis(500);
@@ -95,9 +89,8 @@ public final class HostCommunicator implements Communicator {
   /** Blocking collectives running on their caller's thread now (0 or 1). */
   private final java.util.concurrent.atomic.AtomicInteger inline =
       new java.util.concurrent.atomic.AtomicInteger();
-  private final Map<String, Plan> plans = new HashMap<>();
-  private volatile Throwable broken;
-  private volatile boolean closed;
+  private final PlanCache<Plan> plans = new PlanCache<>();
+  private final CallState state;
   private long sequence;
   private TypedViews views;
 
@@ -115,6 +108,11 @@ public final class HostCommunicator implements Communicator {
     this.ownOutput = memory.buffer(planRank, Buf.OUTPUT);
     this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier,
         watch);
+    this.state = new CallState(rank, rank, "collective", reason -> {
+      CommStats.failed();
+      memory.abort(reason);
+      network.abort(reason);
+    });
     this.worker = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "treeline-comm-" + bootstrap.rank());
       t.setDaemon(true);
@@ -183,18 +181,8 @@ public final class HostCommunicator implements Communicator {
       if (FaultInjection.ON) {
         FaultInjection.at("bootstrap", rank, 0);
       }
-      byte[][] all = bootstrap.allGather(me.encode(), timeout);
-      PeerInfo[] infos = new PeerInfo[n];
-      String[] nodeIds = new String[n];
-      for (int r = 0; r < n; r++) {
-        infos[r] = PeerInfo.decode(all[r]);
-        if (infos[r].rank() != r) {
-          throw new BootstrapException("rank " + rank + ": the bootstrap gave rank " + r
-              + "'s slot to rank " + infos[r].rank());
-        }
-        nodeIds[r] = infos[r].node();
-      }
-      RankLayout layout = RankLayout.of(nodeIds);
+      PeerInfo[] infos = PeerInfo.exchange(bootstrap, me, timeout);
+      RankLayout layout = RankLayout.of(PeerInfo.nodes(infos));
       Topology topo = layout.topology();
       int[] planOf = layout.planOf();
       int[] bootOf = layout.bootOf();
@@ -421,280 +409,10 @@ public final class HostCommunicator implements Communicator {
     allReduce(b, b, 1, DataType.I32, ReduceOp.SUM);
   }
 
-  // ---- collectives on arrays and typed buffers (views indexed from 0) ------------------------
-
-  @Override
-  public void allReduce(float[] in, int inOffset, float[] out, int outOffset, int count, ReduceOp op) {
-    allReduceNow(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.F32, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(float[] in, int inOffset, float[] out, int outOffset, int count,
-      ReduceOp op) {
-    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.F32, op, null);
-  }
-
-  @Override
-  public void broadcast(float[] in, int inOffset, float[] out, int outOffset, int count, int root) {
-    broadcastChecked(array("broadcast", "input", in, inOffset, count),
-        array("broadcast", "output", out, outOffset, count), count, DataType.F32, root);
-  }
-
-  @Override
-  public void reduceScatter(float[] in, int inOffset, float[] out, int outOffset, int count,
-      ReduceOp op) {
-    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
-        array("reduceScatter", "output", out, outOffset, count), count, DataType.F32, op);
-  }
-
-  @Override
-  public void allGather(float[] in, int inOffset, float[] out, int outOffset, int count) {
-    allGatherChecked(array("allGather", "input", in, inOffset, count),
-        array("allGather", "output", out, outOffset, count), count, DataType.F32);
-  }
-
-  @Override
-  public void allReduce(FloatBuffer in, FloatBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    allReduceNow(in, out, count, DataType.F32, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(FloatBuffer in, FloatBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    return allReduceChecked(in, out, count, DataType.F32, op, null);
-  }
-
-  @Override
-  public void broadcast(FloatBuffer in, FloatBuffer out, int count, int root) {
-    requireTyped("broadcast", in, out, count);
-    broadcastChecked(in, out, count, DataType.F32, root);
-  }
-
-  @Override
-  public void reduceScatter(FloatBuffer in, FloatBuffer out, int count, ReduceOp op) {
-    requireTyped("reduceScatter", in, out, count);
-    reduceScatterChecked(in, out, count, DataType.F32, op);
-  }
-
-  @Override
-  public void allGather(FloatBuffer in, FloatBuffer out, int count) {
-    requireTyped("allGather", in, out, count);
-    allGatherChecked(in, out, count, DataType.F32);
-  }
-
-  @Override
-  public void allReduce(double[] in, int inOffset, double[] out, int outOffset, int count, ReduceOp op) {
-    allReduceNow(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.F64, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(double[] in, int inOffset, double[] out, int outOffset, int count,
-      ReduceOp op) {
-    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.F64, op, null);
-  }
-
-  @Override
-  public void broadcast(double[] in, int inOffset, double[] out, int outOffset, int count, int root) {
-    broadcastChecked(array("broadcast", "input", in, inOffset, count),
-        array("broadcast", "output", out, outOffset, count), count, DataType.F64, root);
-  }
-
-  @Override
-  public void reduceScatter(double[] in, int inOffset, double[] out, int outOffset, int count,
-      ReduceOp op) {
-    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
-        array("reduceScatter", "output", out, outOffset, count), count, DataType.F64, op);
-  }
-
-  @Override
-  public void allGather(double[] in, int inOffset, double[] out, int outOffset, int count) {
-    allGatherChecked(array("allGather", "input", in, inOffset, count),
-        array("allGather", "output", out, outOffset, count), count, DataType.F64);
-  }
-
-  @Override
-  public void allReduce(DoubleBuffer in, DoubleBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    allReduceNow(in, out, count, DataType.F64, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(DoubleBuffer in, DoubleBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    return allReduceChecked(in, out, count, DataType.F64, op, null);
-  }
-
-  @Override
-  public void broadcast(DoubleBuffer in, DoubleBuffer out, int count, int root) {
-    requireTyped("broadcast", in, out, count);
-    broadcastChecked(in, out, count, DataType.F64, root);
-  }
-
-  @Override
-  public void reduceScatter(DoubleBuffer in, DoubleBuffer out, int count, ReduceOp op) {
-    requireTyped("reduceScatter", in, out, count);
-    reduceScatterChecked(in, out, count, DataType.F64, op);
-  }
-
-  @Override
-  public void allGather(DoubleBuffer in, DoubleBuffer out, int count) {
-    requireTyped("allGather", in, out, count);
-    allGatherChecked(in, out, count, DataType.F64);
-  }
-
-  @Override
-  public void allReduce(int[] in, int inOffset, int[] out, int outOffset, int count, ReduceOp op) {
-    allReduceNow(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.I32, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(int[] in, int inOffset, int[] out, int outOffset, int count,
-      ReduceOp op) {
-    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.I32, op, null);
-  }
-
-  @Override
-  public void broadcast(int[] in, int inOffset, int[] out, int outOffset, int count, int root) {
-    broadcastChecked(array("broadcast", "input", in, inOffset, count),
-        array("broadcast", "output", out, outOffset, count), count, DataType.I32, root);
-  }
-
-  @Override
-  public void reduceScatter(int[] in, int inOffset, int[] out, int outOffset, int count,
-      ReduceOp op) {
-    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
-        array("reduceScatter", "output", out, outOffset, count), count, DataType.I32, op);
-  }
-
-  @Override
-  public void allGather(int[] in, int inOffset, int[] out, int outOffset, int count) {
-    allGatherChecked(array("allGather", "input", in, inOffset, count),
-        array("allGather", "output", out, outOffset, count), count, DataType.I32);
-  }
-
-  @Override
-  public void allReduce(IntBuffer in, IntBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    allReduceNow(in, out, count, DataType.I32, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(IntBuffer in, IntBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    return allReduceChecked(in, out, count, DataType.I32, op, null);
-  }
-
-  @Override
-  public void broadcast(IntBuffer in, IntBuffer out, int count, int root) {
-    requireTyped("broadcast", in, out, count);
-    broadcastChecked(in, out, count, DataType.I32, root);
-  }
-
-  @Override
-  public void reduceScatter(IntBuffer in, IntBuffer out, int count, ReduceOp op) {
-    requireTyped("reduceScatter", in, out, count);
-    reduceScatterChecked(in, out, count, DataType.I32, op);
-  }
-
-  @Override
-  public void allGather(IntBuffer in, IntBuffer out, int count) {
-    requireTyped("allGather", in, out, count);
-    allGatherChecked(in, out, count, DataType.I32);
-  }
-
-  @Override
-  public void allReduce(long[] in, int inOffset, long[] out, int outOffset, int count, ReduceOp op) {
-    allReduceNow(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.I64, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(long[] in, int inOffset, long[] out, int outOffset, int count,
-      ReduceOp op) {
-    return allReduceChecked(array("allReduce", "input", in, inOffset, count),
-        array("allReduce", "output", out, outOffset, count), count, DataType.I64, op, null);
-  }
-
-  @Override
-  public void broadcast(long[] in, int inOffset, long[] out, int outOffset, int count, int root) {
-    broadcastChecked(array("broadcast", "input", in, inOffset, count),
-        array("broadcast", "output", out, outOffset, count), count, DataType.I64, root);
-  }
-
-  @Override
-  public void reduceScatter(long[] in, int inOffset, long[] out, int outOffset, int count,
-      ReduceOp op) {
-    reduceScatterChecked(array("reduceScatter", "input", in, inOffset, count),
-        array("reduceScatter", "output", out, outOffset, count), count, DataType.I64, op);
-  }
-
-  @Override
-  public void allGather(long[] in, int inOffset, long[] out, int outOffset, int count) {
-    allGatherChecked(array("allGather", "input", in, inOffset, count),
-        array("allGather", "output", out, outOffset, count), count, DataType.I64);
-  }
-
-  @Override
-  public void allReduce(LongBuffer in, LongBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    allReduceNow(in, out, count, DataType.I64, op, null);
-  }
-
-  @Override
-  public Handle allReduceAsync(LongBuffer in, LongBuffer out, int count, ReduceOp op) {
-    requireTyped("allReduce", in, out, count);
-    return allReduceChecked(in, out, count, DataType.I64, op, null);
-  }
-
-  @Override
-  public void broadcast(LongBuffer in, LongBuffer out, int count, int root) {
-    requireTyped("broadcast", in, out, count);
-    broadcastChecked(in, out, count, DataType.I64, root);
-  }
-
-  @Override
-  public void reduceScatter(LongBuffer in, LongBuffer out, int count, ReduceOp op) {
-    requireTyped("reduceScatter", in, out, count);
-    reduceScatterChecked(in, out, count, DataType.I64, op);
-  }
-
-  @Override
-  public void allGather(LongBuffer in, LongBuffer out, int count) {
-    requireTyped("allGather", in, out, count);
-    allGatherChecked(in, out, count, DataType.I64);
-  }
-
-  private FloatBuffer array(String what, String which, float[] a, int offset, int count) {
-    requireRange(what, which, a == null ? -1 : a.length, offset, count);
-    return FloatBuffer.wrap(a, offset, count).slice();
-  }
-
-  private DoubleBuffer array(String what, String which, double[] a, int offset, int count) {
-    requireRange(what, which, a == null ? -1 : a.length, offset, count);
-    return DoubleBuffer.wrap(a, offset, count).slice();
-  }
-
-  private IntBuffer array(String what, String which, int[] a, int offset, int count) {
-    requireRange(what, which, a == null ? -1 : a.length, offset, count);
-    return IntBuffer.wrap(a, offset, count).slice();
-  }
-
-  private LongBuffer array(String what, String which, long[] a, int offset, int count) {
-    requireRange(what, which, a == null ? -1 : a.length, offset, count);
-    return LongBuffer.wrap(a, offset, count).slice();
-  }
-
-
   // ---- the collectives, arguments checked; in and out are views indexed from element 0 ------
 
-  private Handle allReduceChecked(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
+  @Override
+  Handle allReduceChecked(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
       Algorithm algorithm) {
     requireOp("allReduce", op);
     requireAlgorithm(algorithm);
@@ -703,7 +421,8 @@ public final class HostCommunicator implements Communicator {
   }
 
   /** The blocking allreduce: on the caller's thread unless asynchronous calls are queued. */
-  private void allReduceNow(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
+  @Override
+  void allReduceNow(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
       Algorithm algorithm) {
     requireOp("allReduce", op);
     requireAlgorithm(algorithm);
@@ -727,7 +446,8 @@ public final class HostCommunicator implements Communicator {
     }, op);
   }
 
-  private void broadcastChecked(Buffer in, Buffer out, long count, DataType type, int root) {
+  @Override
+  void broadcastChecked(Buffer in, Buffer out, long count, DataType type, int root) {
     requireRank("broadcast root", root);
     int r = planOf[root];
     runSync("broadcast", windows(count, type), () -> windowed(in, out, count, type, (c) -> plan(
@@ -735,7 +455,8 @@ public final class HostCommunicator implements Communicator {
         ReduceOp.SUM));
   }
 
-  private void reduceScatterChecked(Buffer in, Buffer out, long count, DataType type,
+  @Override
+  void reduceScatterChecked(Buffer in, Buffer out, long count, DataType type,
       ReduceOp op) {
     requireOp("reduceScatter", op);
     if (count <= windowElements(type)) {
@@ -747,7 +468,8 @@ public final class HostCommunicator implements Communicator {
     }
   }
 
-  private void allGatherChecked(Buffer in, Buffer out, long count, DataType type) {
+  @Override
+  void allGatherChecked(Buffer in, Buffer out, long count, DataType type) {
     if (count <= windowElements(type)) {
       runSync("allgather", 1, () -> whole(in, out, count, type, allGatherPlan(count, type),
           ReduceOp.SUM));
@@ -785,14 +507,7 @@ public final class HostCommunicator implements Communicator {
       java.util.function.Supplier<Plan> make) {
     String key = kind + ':' + count + ':' + type + ':' + root;
     Plan p = plans.get(key);
-    if (p == null) {
-      if (plans.size() > 256) {
-        plans.clear(); // a job with ever-new sizes must not grow without bound
-      }
-      p = make.get();
-      plans.put(key, p);
-    }
-    return p;
+    return p != null ? p : plans.put(key, make.get());
   }
 
   private long windowElements(DataType type) {
@@ -953,41 +668,6 @@ public final class HostCommunicator implements Communicator {
     }
   }
 
-  private void requireTyped(String what, Buffer in, Buffer out, int count) {
-    if (count < 0) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
-          + " elements");
-    }
-    requireTyped(what, "input", in, count);
-    requireTyped(what, "output", out, count);
-  }
-
-  private void requireTyped(String what, String which, Buffer b, int count) {
-    if (b == null) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
-          + " buffer is null");
-    }
-    if (which.equals("output") && b.isReadOnly()) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the output buffer"
-          + " is read-only");
-    }
-    if (b.limit() < count) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
-          + " elements; the " + which + " buffer's limit is " + b.limit());
-    }
-  }
-
-  private void requireRange(String what, String which, int length, int offset, int count) {
-    if (length < 0) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + ": the " + which
-          + " array is null");
-    }
-    if (count < 0 || offset < 0 || (long) offset + count > length) {
-      throw new IllegalArgumentException("rank " + rank + ": " + what + " of " + count
-          + " elements at offset " + offset + ": the " + which + " array holds " + length);
-    }
-  }
-
   private void requireOp(String what, ReduceOp op) {
     if (op == null) {
       throw new IllegalArgumentException("rank " + rank + ": " + what + " needs a ReduceOp");
@@ -1002,9 +682,7 @@ public final class HostCommunicator implements Communicator {
   }
 
   private Handle submit(String what, long windows, Body body) {
-    if (closed) {
-      throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
-    }
+    state.requireOpen(what);
     queued.incrementAndGet();
     Future<?> f;
     try {
@@ -1034,14 +712,10 @@ public final class HostCommunicator implements Communicator {
       submit(what, windows, body).await();
       return;
     }
-    if (closed) {
-      throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
-    }
+    state.requireOpen(what);
     inline.incrementAndGet();
     try {
-      if (closed) { // close() may have looked at inline before the increment
-        throw new CollectiveException(rank, -1, what, "the communicator is closed", null);
-      }
+      state.requireOpen(what); // close() may have looked at inline before the increment
       runBody(what, body);
     } finally {
       inline.decrementAndGet();
@@ -1050,27 +724,21 @@ public final class HostCommunicator implements Communicator {
 
   /** One collective's body with the failure handling every path shares. */
   private void runBody(String what, Body body) {
-    {
-      Throwable b = broken;
-      if (b != null) {
-        throw new CollectiveException(rank, -1, what, "the communicator failed earlier and "
-            + "cannot run more collectives: " + b.getMessage(), b);
+    state.requireHealthy(what);
+    try {
+      if (FaultInjection.ON) {
+        FaultInjection.at("between", rank, sequence + 1);
       }
-      try {
-        if (FaultInjection.ON) {
-          FaultInjection.at("between", rank, sequence + 1);
-        }
-        body.run();
-      } catch (CollectiveTimeoutException e) {
-        // who waits for whom, asked before the abort below releases everyone
-        CollectiveTimeoutException reported = e.withReport(network.describeWaits(
-            REPORT_BUDGET));
-        fail(reported);
-        throw reported;
-      } catch (RuntimeException | Error e) {
-        fail(e);
-        throw e;
-      }
+      body.run();
+    } catch (CollectiveTimeoutException e) {
+      // who waits for whom, asked before the abort below releases everyone
+      CollectiveTimeoutException reported = e.withReport(network.describeWaits(
+          REPORT_BUDGET));
+      state.fail(reported);
+      throw reported;
+    } catch (RuntimeException | Error e) {
+      state.fail(e);
+      throw e;
     }
   }
 
@@ -1081,18 +749,6 @@ public final class HostCommunicator implements Communicator {
    */
   private Duration callBound(long windows) {
     return config.timeout().multipliedBy(windows).plus(REPORT_BUDGET).plusSeconds(1);
-  }
-
-  private void fail(Throwable e) {
-    if (broken == null) {
-      broken = e;
-      CommStats.failed();
-      String reason = "rank " + rank + " failed: " + e.getMessage();
-      memory.abort(reason);
-      network.abort(reason);
-      LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": collective failed, telling the "
-          + "peers: " + e.getMessage());
-    }
   }
 
   private void windowed(Buffer in, Buffer out, long count, DataType type, PlanFor plans,
@@ -1202,11 +858,10 @@ public final class HostCommunicator implements Communicator {
   /** Releases segments, mappings, sockets and threads; safe after a failure and twice. */
   @Override
   public void close() {
-    if (closed) {
+    if (!state.close()) {
       return;
     }
-    closed = true;
-    if (broken == null) {
+    if (state.broken() == null) {
       // a peer still waiting on this rank (its task failed outside a collective) fails now
       // instead of at its timeout; a peer that finished our last call never looks again
       String reason = "rank " + rank + " closed its communicator (its task ended)";

@@ -3,26 +3,24 @@ package io.treeline.gpu;
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuDeviceGetUuid;
 import static jcuda.driver.JCudaDriver.cuEventCreate;
-import static jcuda.driver.JCudaDriver.cuEventDestroy;
-import static jcuda.driver.JCudaDriver.cuEventRecord;
-import static jcuda.driver.JCudaDriver.cuIpcCloseMemHandle;
 import static jcuda.driver.JCudaDriver.cuIpcGetEventHandle;
 import static jcuda.driver.JCudaDriver.cuIpcGetMemHandle;
 import static jcuda.driver.JCudaDriver.cuIpcOpenEventHandle;
 import static jcuda.driver.JCudaDriver.cuIpcOpenMemHandle;
 import static jcuda.driver.JCudaDriver.cuMemAlloc;
-import static jcuda.driver.JCudaDriver.cuMemFree;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
 import static jcuda.driver.JCudaDriver.cuMemsetD8;
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
-import static jcuda.driver.JCudaDriver.cuStreamDestroy;
-import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
 
 import io.treeline.bootstrap.Bootstrap;
 import io.treeline.bootstrap.BootstrapException;
+import io.treeline.comm.CallState;
 import io.treeline.comm.CommConfig;
+import io.treeline.comm.PeerInfo;
+import io.treeline.comm.PlanCache;
 import io.treeline.comm.RankLayout;
 import io.treeline.core.DataType;
+import io.treeline.core.Handle;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
@@ -40,15 +38,11 @@ import io.treeline.plan.Plan;
 import io.treeline.plan.StagedHierarchical;
 import io.treeline.plan.Step;
 import io.treeline.plan.Topology;
-import io.treeline.transport.shm.PeerFlags;
 import io.treeline.transport.shm.SharedSegment;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
@@ -70,26 +64,27 @@ import jcuda.CudaException;
  * same process share addresses directly (an IPC handle cannot be opened by the process that made
  * it).
  *
- * <p>Synchronisation ({@link DeviceOptions.Sync}): on distinct GPUs a barrier kernel on flags in
- * peer memory; on ranks that share a GPU, IPC events ordered by a handshake in each rank's
- * shared-memory segment, which also carries the call descriptor (a rank making a different call
+ * <p>The mapped buffers and their synchronisation are the rank's {@link CudaPeerMemory}, the
+ * transport SPI's {@code LocalPeerMemory} on the GPU, which {@link DevicePlanRunner}'s compiled
+ * Signal/Wait steps drive. Synchronisation ({@link DeviceOptions.Sync}): on distinct GPUs a
+ * barrier kernel on flags in peer memory; on ranks that share a GPU, IPC events ordered by a
+ * handshake in each rank's shared-memory segment, which also carries the call descriptor (a rank making a different call
  * fails every rank with both calls named) and the abort word (a failing rank fails its peers at
  * once).
  *
- * <p>Calls enqueue work on the communicator's stream and return; {@link #synchronize()} waits
- * for it (with the timeout). The stream is a blocking stream, so work on the legacy default
- * stream before a call is ordered before it. One thread at a time per communicator.
+ * <p>The implementation of the user interface {@link io.treeline.core.DeviceCommunicator} (its
+ * javadoc is the contract). Calls enqueue work on the communicator's stream and return;
+ * {@link #synchronize()} waits for it (with the timeout). The stream is a blocking stream, so
+ * work on the legacy default stream before a call is ordered before it. One thread at a time
+ * per communicator.
  * {@link #close()} closes every IPC mapping and event, frees the buffers and removes the
  * segment, also after a failure.
  */
-public final class DeviceCommunicator implements AutoCloseable {
+public final class DeviceCommunicator implements io.treeline.core.DeviceCommunicator {
   private static final System.Logger LOG = System.getLogger("io.treeline.cuda");
   private static final int EVENTS = 2 * PlanRunner.PHASES;
-  /** Flag slots per rank (one per local peer), then two words of barrier status. */
-  private static final int FLAG_SLOTS = FlagKernels.MAX_RANKS;
+  private static final int FLAG_SLOTS = CudaPeerMemory.FLAG_SLOTS;
   private static final long FLAGS_BYTES = 256;
-  /** Events of ranks in this process, by segment path: peers in one JVM use them directly. */
-  private static final Map<String, CUevent[]> LOCAL_EVENTS = new ConcurrentHashMap<>();
 
   private final CommConfig config;
   private final DeviceOptions options;
@@ -107,10 +102,10 @@ public final class DeviceCommunicator implements AutoCloseable {
   private final String gpu;
   private final DeviceOptions.Sync sync;
   private final DeviceCostModel costModel;
-  private final Resources res;
+  private final DeviceResources res;
   private final DevicePlanRunner runner;
-  private final Map<String, DevicePlanRunner.Program> programs = new HashMap<>();
-  private final Map<String, Staged> staged = new HashMap<>();
+  private final PlanCache<DevicePlanRunner.Program> programs = new PlanCache<>();
+  private final PlanCache<Staged> staged = new PlanCache<>();
   /** The staged plan of the last call: a training loop's every step takes it without a lookup. */
   private Staged lastStaged;
   /** This rank in the staged plans: node-major, with its node's ranks in local-rank order. */
@@ -122,89 +117,18 @@ public final class DeviceCommunicator implements AutoCloseable {
   private final long[] copyDst = new long[1];
   private final long[] copyBytes = new long[1];
   private final long[] finishSrc = new long[1];
+  private final long[] segmentSrc = new long[CopyKernels.MAX_SEGMENTS];
+  private final long[] segmentDst = new long[CopyKernels.MAX_SEGMENTS];
+  private final long[] segmentBytes = new long[CopyKernels.MAX_SEGMENTS];
+  /** The last call whose work the host saw finish (a {@link #synchronize()} that returned). */
+  private long synchronizedUpTo;
   private DevicePlanRunner.Program last;
-  /** The call in progress, compared with the peers' by the event synchronisation. */
-  private CallDescriptor currentCall;
+  /** The node's registered buffers and the synchronisation on them, behind the transport SPI. */
+  private final CudaPeerMemory memory;
   private long sequence;
-  private Throwable broken;
-  private boolean closed;
+  private final CallState state;
 
-  /** Everything that {@link #close()} must release, filled in as it is made. */
-  private static final class Resources {
-    CudaModule module;
-    CUstream stream;
-    CUdeviceptr input;
-    CUdeviceptr output;
-    CUdeviceptr flags;
-    CUevent[] events;
-    String localKey;
-    SharedSegment own;
-    SharedSegment[] segments;
-    final List<CUdeviceptr> mappings = new ArrayList<>();
-    final List<CUevent> peerEvents = new ArrayList<>();
-    CUevent[][] eventsOf;
-    long[] flagsOf;
-    long[] pids;
-    HostStage stage;
-
-    void release() {
-      if (module != null) {
-        cuCtxSetCurrent(module.context());
-      }
-      if (stage != null) {
-        quietly(stage::close);
-      }
-      for (CUdeviceptr m : mappings) {
-        quietly(() -> cuIpcCloseMemHandle(m));
-      }
-      mappings.clear();
-      for (CUevent e : peerEvents) {
-        quietly(() -> cuEventDestroy(e));
-      }
-      peerEvents.clear();
-      if (localKey != null) {
-        LOCAL_EVENTS.remove(localKey);
-      }
-      if (events != null) {
-        for (CUevent e : events) {
-          if (e != null) {
-            quietly(() -> cuEventDestroy(e));
-          }
-        }
-      }
-      for (CUdeviceptr p : new CUdeviceptr[] {input, output, flags}) {
-        if (p != null) {
-          quietly(() -> cuMemFree(p));
-        }
-      }
-      if (stream != null) {
-        quietly(() -> cuStreamDestroy(stream));
-      }
-      if (segments != null) {
-        for (SharedSegment s : segments) {
-          if (s != null && s != own) {
-            s.close();
-          }
-        }
-      }
-      if (own != null) {
-        own.close();
-      }
-      if (module != null) {
-        quietly(module::close);
-      }
-    }
-  }
-
-  private static void quietly(Runnable r) {
-    try {
-      r.run();
-    } catch (RuntimeException e) {
-      LOG.log(System.Logger.Level.DEBUG, "while releasing GPU resources: " + e);
-    }
-  }
-
-  private DeviceCommunicator(CommConfig config, DeviceOptions options, Resources res,
+  private DeviceCommunicator(CommConfig config, DeviceOptions options, DeviceResources res,
       Topology topology, int rank, int planRank, int localRank, String gpu,
       DeviceOptions.Sync sync,
       DeviceCostModel costModel, long[] input, long[] output) {
@@ -225,8 +149,12 @@ public final class DeviceCommunicator implements AutoCloseable {
     this.gpu = gpu;
     this.sync = sync;
     this.costModel = costModel;
-    DeviceSync s = sync == DeviceOptions.Sync.FLAGS ? new FlagSync() : new EventSync();
-    this.runner = new DevicePlanRunner(reducers, copies, stream, s, localRank, input, output);
+    this.memory = new CudaPeerMemory(sync == DeviceOptions.Sync.FLAGS, localRank,
+        localTopology.size(), res.segments, res.pids, res.events, res.eventsOf, res.flagsOf,
+        flagKernels, stream, config.timeout(), this::isClosed, res::release);
+    this.state = new CallState(planRank, rank, "GPU collective", memory::abort);
+    this.runner = new DevicePlanRunner(reducers, copies, stream, memory, localRank, input,
+        output);
   }
 
   /**
@@ -238,7 +166,7 @@ public final class DeviceCommunicator implements AutoCloseable {
       DeviceOptions options) {
     int rank = bootstrap.rank();
     int n = bootstrap.size();
-    Resources r = new Resources();
+    DeviceResources r = new DeviceResources();
     try {
       r.module = new CudaModule(options.ordinal());
       CUuuid uuid = new CUuuid();
@@ -268,19 +196,19 @@ public final class DeviceCommunicator implements AutoCloseable {
           + SharedSegment.jobTag(bootstrap.secret()) + "-r" + rank + "-p" + pid);
       r.own = SharedSegment.create(path, rank, 64);
       r.localKey = path.toString();
-      LOCAL_EVENTS.put(r.localKey, r.events);
-      DevicePeerInfo me = new DevicePeerInfo(rank, bootstrap.nodeId(), pid, gpu, busId,
-          path.toString(), DevicePointers.address(r.input), DevicePointers.address(r.output),
+      DeviceResources.LOCAL_EVENTS.put(r.localKey, r.events);
+      DeviceAddress address = new DeviceAddress(gpu, busId, path.toString(),
+          DevicePointers.address(r.input), DevicePointers.address(r.output),
           DevicePointers.address(r.flags), memHandle(r.input), memHandle(r.output),
           memHandle(r.flags), eventHandles);
-      byte[][] all = bootstrap.allGather(me.encode(), config.timeout());
-      DevicePeerInfo[] infos = new DevicePeerInfo[n];
-      String[] nodes = new String[n];
+      // the host path's codec: who each rank is, and its device address as its peer memory
+      PeerInfo[] infos = PeerInfo.exchange(bootstrap, new PeerInfo(rank, bootstrap.nodeId(), pid,
+          address.encode(), new byte[0]), config.timeout());
+      DeviceAddress[] addresses = new DeviceAddress[n];
       for (int p = 0; p < n; p++) {
-        infos[p] = DevicePeerInfo.decode(all[p]);
-        nodes[p] = infos[p].node();
+        addresses[p] = DeviceAddress.decode(infos[p].memory());
       }
-      RankLayout layout = RankLayout.of(nodes);
+      RankLayout layout = RankLayout.of(PeerInfo.nodes(infos));
       Topology topo = layout.topology();
       int mine = layout.planOf()[rank];
       int node = topo.node(mine);
@@ -289,7 +217,7 @@ public final class DeviceCommunicator implements AutoCloseable {
       // rank tells the others its index (other nodes' PCI trees are not readable from here)
       java.util.List<String> buses = new java.util.ArrayList<>();
       for (int l = 0; l < local; l++) {
-        buses.add(infos[layout.bootOf()[topo.rank(node, l)]].busId());
+        buses.add(addresses[layout.bootOf()[topo.rank(node, l)]].busId());
       }
       int[] order = io.treeline.topology.LocalRankOrder.order(buses,
           io.treeline.topology.LocalRankOrder::sysfs);
@@ -319,35 +247,37 @@ public final class DeviceCommunicator implements AutoCloseable {
       boolean oneProcess = true;
       java.util.Set<String> gpus = new java.util.HashSet<>();
       for (int l = 0; l < local; l++) {
-        DevicePeerInfo info = infos[layout.bootOf()[topo.rank(node, order[l])]];
-        r.pids[l] = info.pid();
+        int boot = layout.bootOf()[topo.rank(node, order[l])];
+        PeerInfo peer = infos[boot];
+        DeviceAddress info = addresses[boot];
+        r.pids[l] = peer.pid();
         distinct &= gpus.add(info.gpu());
-        oneProcess &= info.pid() == pid;
+        oneProcess &= peer.pid() == pid;
         if (l == myLocal) {
           input[l] = info.input();
           output[l] = info.output();
           r.flagsOf[l] = info.flags();
           r.segments[l] = r.own;
           r.eventsOf[l] = r.events;
-        } else if (info.pid() == pid) {
+        } else if (peer.pid() == pid) {
           if (!info.gpu().equals(gpu)) {
-            throw new UnsupportedOperationException("ranks " + rank + " and " + info.rank()
+            throw new UnsupportedOperationException("ranks " + rank + " and " + peer.rank()
                 + " are in one process on different GPUs; run one process per GPU");
           }
           input[l] = info.input();
           output[l] = info.output();
           r.flagsOf[l] = info.flags();
-          r.segments[l] = SharedSegment.open(Path.of(info.segment()), info.rank());
-          r.eventsOf[l] = LOCAL_EVENTS.get(info.segment());
+          r.segments[l] = SharedSegment.open(Path.of(info.segment()), peer.rank());
+          r.eventsOf[l] = DeviceResources.LOCAL_EVENTS.get(info.segment());
           if (r.eventsOf[l] == null) {
-            throw new IllegalStateException("rank " + info.rank() + " is in this process but "
+            throw new IllegalStateException("rank " + peer.rank() + " is in this process but "
                 + "its events are not registered");
           }
         } else {
-          input[l] = open(r, info.inputHandle(), rank, info.rank(), "INPUT");
-          output[l] = open(r, info.outputHandle(), rank, info.rank(), "OUTPUT");
-          r.flagsOf[l] = open(r, info.flagsHandle(), rank, info.rank(), "flags");
-          r.segments[l] = SharedSegment.open(Path.of(info.segment()), info.rank());
+          input[l] = open(r, info.inputHandle(), rank, peer.rank(), "INPUT");
+          output[l] = open(r, info.outputHandle(), rank, peer.rank(), "OUTPUT");
+          r.flagsOf[l] = open(r, info.flagsHandle(), rank, peer.rank(), "flags");
+          r.segments[l] = SharedSegment.open(Path.of(info.segment()), peer.rank());
           r.eventsOf[l] = new CUevent[EVENTS];
           for (int i = 0; i < EVENTS; i++) {
             CUevent e = new CUevent();
@@ -406,7 +336,7 @@ public final class DeviceCommunicator implements AutoCloseable {
     return IpcHandles.bytes(h);
   }
 
-  private static long open(Resources r, byte[] handle, int rank, int peer, String what) {
+  private static long open(DeviceResources r, byte[] handle, int rank, int peer, String what) {
     CUdeviceptr p = new CUdeviceptr();
     try {
       cuIpcOpenMemHandle(p, IpcHandles.memHandle(handle),
@@ -423,32 +353,53 @@ public final class DeviceCommunicator implements AutoCloseable {
 
   // ---- who is who ----------------------------------------------------------------------------
 
+  @Override
   public int rank() {
     return rank;
   }
 
+  @Override
   public int size() {
     return topology.size();
   }
 
+  @Override
   public int nodeCount() {
     return topology.nodes();
+  }
+
+  @Override
+  public int localSize() {
+    return localTopology.size();
+  }
+
+  @Override
+  public int deviceOrdinal() {
+    return options.ordinal();
+  }
+
+  @Override
+  public java.time.Duration timeout() {
+    return config.timeout();
   }
 
   /**
    * This rank's index among its node's ranks, in the order that spreads their GPUs across PCIe
    * switches: the slice its reduce-scatter owns, and its group across nodes.
    */
+  @Override
   public int localRank() {
     return localRank;
   }
 
   /** This rank's place in node-major order over all ranks (nodes in order of their lowest rank). */
+  @Override
   public int topologyRank() {
     return planRank;
   }
 
   /** The UUID of this rank's GPU, as nvidia-smi prints it. */
+  @Override
   public String gpu() {
     return gpu;
   }
@@ -457,18 +408,15 @@ public final class DeviceCommunicator implements AutoCloseable {
     return sync;
   }
 
-  public CUstream stream() {
+  /** The driver's handle of this rank's stream (see {@link #cudaStream()}). */
+  @Override
+  public long stream() {
+    return DevicePointers.handle(stream);
+  }
+
+  /** The stream every call enqueues on. */
+  public CUstream cudaStream() {
     return stream;
-  }
-
-  /** The segment copies this rank launches on its stream (bucket pack and unpack). */
-  public CopyKernels copies() {
-    return copies;
-  }
-
-  /** The context and kernel module of this rank (for launchers of other kernel families). */
-  public CudaModule module() {
-    return module;
   }
 
   /** The CUDA context this rank's work runs in (the device's primary context). */
@@ -477,15 +425,18 @@ public final class DeviceCommunicator implements AutoCloseable {
   }
 
   /** Device address of this rank's registered INPUT ({@link #capacityBytes()} bytes). */
+  @Override
   public long input() {
     return DevicePointers.address(res.input);
   }
 
   /** Device address of this rank's registered OUTPUT, where in-place allreduces leave results. */
+  @Override
   public long output() {
     return DevicePointers.address(res.output);
   }
 
+  @Override
   public long capacityBytes() {
     return options.bufferBytes();
   }
@@ -511,6 +462,7 @@ public final class DeviceCommunicator implements AutoCloseable {
    * the configured one or the cost model's choice. Every rank must make the same call.
    */
   public void allReduce(long count, DataType type, ReduceOp op, Algorithm algorithm) {
+    requireCall(count, type, op);
     if (count * type.size() > options.bufferBytes()) {
       throw new IllegalArgumentException("rank " + rank + ": " + count + " x " + type + " is "
           + count * type.size() + " bytes, more than the registered buffer of "
@@ -518,6 +470,40 @@ public final class DeviceCommunicator implements AutoCloseable {
           + "raise the buffer size");
     }
     one(count, type, op, algorithm);
+  }
+
+  @Override
+  public void allReduce(long count, DataType type, ReduceOp op) {
+    allReduce(count, type, op, null);
+  }
+
+  @Override
+  public Handle allReduceAsync(long count, DataType type, ReduceOp op) {
+    allReduce(count, type, op, null);
+    return new CallHandle(sequence);
+  }
+
+  @Override
+  public void allReduce(long src, long dst, long count, DataType type, ReduceOp op) {
+    allReduce(src, dst, count, type, op, null);
+  }
+
+  @Override
+  public Handle allReduceAsync(long src, long dst, long count, DataType type, ReduceOp op) {
+    allReduce(src, dst, count, type, op, null);
+    return new CallHandle(sequence);
+  }
+
+  /** Argument errors fail the call on this rank before anything is enqueued. */
+  private void requireCall(long count, DataType type, ReduceOp op) {
+    if (type == null || op == null) {
+      throw new IllegalArgumentException("rank " + rank + ": allReduce needs a data type and a "
+          + "ReduceOp");
+    }
+    if (count < 0) {
+      throw new IllegalArgumentException("rank " + rank + ": allReduce of " + count
+          + " elements");
+    }
   }
 
   /** One allreduce of the registered buffers: inside the node, or across nodes through hosts. */
@@ -549,12 +535,8 @@ public final class DeviceCommunicator implements AutoCloseable {
       String key = "staged:" + count + ':' + type + ':' + op; // a new shape only
       st = staged.get(key);
       if (st == null) {
-        if (staged.size() > 256) {
-          staged.clear();
-        }
-        st = compileStaged(StagedHierarchical.allReduce(topology, type, count, config.plan(),
-            options.stagingChunkBytes()), op);
-        staged.put(key, st);
+        st = staged.put(key, compileStaged(StagedHierarchical.allReduce(topology, type, count,
+            config.plan(), options.stagingChunkBytes()), op));
       }
       lastStaged = st;
     }
@@ -636,6 +618,7 @@ public final class DeviceCommunicator implements AutoCloseable {
    */
   public void allReduce(long src, long dst, long count, DataType type, ReduceOp op,
       Algorithm algorithm) {
+    requireCall(count, type, op);
     int es = type.size();
     long window = options.bufferBytes() / es;
     long done = 0;
@@ -647,6 +630,31 @@ public final class DeviceCommunicator implements AutoCloseable {
       copy(output(), dst + done * es, bytes);
       done += c;
     } while (done < count);
+  }
+
+  @Override
+  public void copy(long[] src, long[] dst, long[] bytes, int n) {
+    if (src == null || dst == null || bytes == null || n < 0 || src.length < n
+        || dst.length < n || bytes.length < n) {
+      throw new IllegalArgumentException("rank " + rank + ": copy of " + n + " segments needs "
+          + "src, dst and bytes arrays of at least " + n + " entries");
+    }
+    check("copy");
+    cuCtxSetCurrent(module.context());
+    int most = CopyKernels.MAX_SEGMENTS;
+    if (n <= most) {
+      if (n > 0) {
+        copies.copy(src, dst, bytes, n, stream);
+      }
+      return;
+    }
+    for (int i = 0; i < n; i += most) {
+      int k = Math.min(most, n - i);
+      System.arraycopy(src, i, segmentSrc, 0, k);
+      System.arraycopy(dst, i, segmentDst, 0, k);
+      System.arraycopy(bytes, i, segmentBytes, 0, k);
+      copies.copy(segmentSrc, segmentDst, segmentBytes, k, stream);
+    }
   }
 
   private void copy(long from, long to, long bytes) {
@@ -670,12 +678,8 @@ public final class DeviceCommunicator implements AutoCloseable {
     String key = a.id() + ':' + count + ':' + type + ':' + op;
     p = programs.get(key);
     if (p == null) {
-      if (programs.size() > 256) {
-        programs.clear();
-      }
       Plan plan = a.allReduce(localTopology, type, count, config.plan());
-      p = runner.compile(plan, op);
-      programs.put(key, p);
+      p = programs.put(key, runner.compile(plan, op));
     }
     last = p;
     return p;
@@ -697,23 +701,29 @@ public final class DeviceCommunicator implements AutoCloseable {
     cuCtxSetCurrent(module.context());
     long seq = ++sequence;
     CallDescriptor call = CallDescriptor.of(plan, op);
-    res.own.beginCall(seq, call.count(), call.meta());
-    currentCall = call;
+    memory.beginCall(seq, call);
   }
 
   /**
    * Wait until everything enqueued on this rank's stream has run, at most the timeout; then
    * report a flag barrier that gave up (naming the peer and the phase).
    */
+  @Override
   public void synchronize() {
+    synchronize(config.timeout());
+  }
+
+  /** {@link #synchronize()} waiting at most {@code timeout} for the stream. */
+  private void synchronize(java.time.Duration timeout) {
     check("synchronize");
     cuCtxSetCurrent(module.context());
-    long deadline = System.nanoTime() + config.timeout().toNanos();
+    long upTo = sequence;
+    long deadline = System.nanoTime() + timeout.toNanos();
     try {
       while (!done()) {
         if (System.nanoTime() - deadline > 0) {
           throw CollectiveException.timeout(planRank, -1, "synchronize #" + sequence,
-              "the GPU to finish this rank's collectives", config.timeout());
+              "the GPU to finish this rank's collectives", timeout);
         }
         idle.idle();
       }
@@ -731,6 +741,7 @@ public final class DeviceCommunicator implements AutoCloseable {
               + "different call (raise the timeout if it is only slow)", null);
         }
       }
+      synchronizedUpTo = upTo;
     } catch (RuntimeException e) {
       fail(e);
       throw e;
@@ -747,89 +758,64 @@ public final class DeviceCommunicator implements AutoCloseable {
   }
 
   private void check(String what) {
-    if (closed) {
-      throw new CollectiveException(planRank, -1, what, "the communicator is closed", null);
-    }
-    if (broken != null) {
-      throw new CollectiveException(planRank, -1, what, "the communicator failed earlier and "
-          + "cannot run more collectives: " + broken.getMessage(), broken);
-    }
+    state.check(what);
+  }
+
+  private boolean isClosed() {
+    return state.closed();
   }
 
   private void fail(Throwable e) {
-    if (broken == null) {
-      broken = e;
-      res.own.abort("rank " + rank + " failed: " + e.getMessage());
-      LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": GPU collective failed, telling "
-          + "the peers: " + e.getMessage());
-    }
+    state.fail(e);
   }
 
   /** Closes every IPC mapping and event, frees the buffers and the segment; after failure too. */
   @Override
   public void close() {
-    if (closed) {
+    if (!state.close()) {
       return;
     }
-    closed = true;
-    if (broken == null) {
-      res.own.abort("rank " + rank + " closed its GPU communicator");
+    if (state.broken() == null) {
+      memory.leave("rank " + rank + " closed its GPU communicator");
     }
-    res.release();
+    memory.close();
   }
 
-  // ---- synchronisation -----------------------------------------------------------------------
+  /**
+   * The handle of one enqueued call: done once the host saw the stream pass it; waiting for it
+   * is a {@link #synchronize()} (calls run in stream order, so the stream passing a later call
+   * passes this one).
+   */
+  private final class CallHandle implements Handle {
+    private final long call;
 
-  /** Ranks sharing a GPU: IPC events, recorded after each phase, waited on by the peers' streams. */
-  private final class EventSync implements DeviceSync {
-    private final PeerFlags flags = new PeerFlags(localRank, res.segments, res.pids,
-        config.timeout(), () -> closed);
-
-    @Override
-    public void signal(int phase, long value, int parity) {
-      cuEventRecord(res.events[parity * PlanRunner.PHASES + phase], stream);
-      res.own.signal(value); // release: a peer that sees it may wait on the recorded event
+    CallHandle(long call) {
+      this.call = call;
     }
 
     @Override
-    public void await(int peer, int phase, long value, int parity, long deadline, String what) {
-      flags.await(peer, value, deadline, what, sequence, currentCall);
-      cuStreamWaitEvent(stream, res.eventsOf[peer][parity * PlanRunner.PHASES + phase], 0);
-    }
-  }
-
-  /** Ranks on distinct GPUs: one barrier kernel on flags in peer memory per barrier. */
-  private final class FlagSync implements DeviceSync {
-    private final long[] flagPtrs = new long[ReduceKernels.MAX_INPUTS];
-
-    @Override
-    public void signal(int phase, long value, int parity) {
-      throw new UnsupportedOperationException("flag sync runs whole barriers");
-    }
-
-    @Override
-    public void await(int peer, int phase, long value, int parity, long deadline, String what) {
-      throw new UnsupportedOperationException("flag sync runs whole barriers");
-    }
-
-    @Override
-    public void barrier(int[] group, int self, int phase, long value, int parity, long deadline,
-        String what) {
-      int n = localTopology.size();
-      if (group.length != n) {
-        throw new IllegalArgumentException("flag barriers span the whole node; " + what
-            + " names " + group.length + " of " + n + " ranks");
+    public boolean isDone() {
+      if (synchronizedUpTo >= call || state.broken() != null || state.closed()) {
+        return true;
       }
-      for (int p = 0; p < n; p++) {
-        flagPtrs[p] = res.flagsOf[p];
+      cuCtxSetCurrent(module.context());
+      try {
+        return done();
+      } catch (CollectiveException e) {
+        return true; // await throws it at once
       }
-      flagKernels.barrier(flagPtrs, n, localRank, value, config.timeout().toNanos(),
-          res.flagsOf[localRank] + 8L * FLAG_SLOTS, stream);
     }
 
     @Override
-    public boolean barriersOnly() {
-      return true;
+    public void await() {
+      await(config.timeout());
+    }
+
+    @Override
+    public void await(java.time.Duration timeout) {
+      if (synchronizedUpTo < call) {
+        synchronize(timeout);
+      }
     }
   }
 }

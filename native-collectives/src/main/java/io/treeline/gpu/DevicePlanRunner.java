@@ -1,5 +1,6 @@
 package io.treeline.gpu;
 
+import io.treeline.exec.LocalPeerMemory;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.PlanRunner;
 import io.treeline.kernels.CopyKernels;
@@ -19,14 +20,14 @@ import jcuda.driver.CUstream;
  * the communicator. {@code ReduceFrom} is one reduce kernel reading every peer's slice in place
  * through its IPC mapping; consecutive {@code CopyFrom}s are one copy kernel (the all-gather of
  * two-shot reads all peers' reduced slices in one launch); {@code Signal} and {@code Wait} go to
- * the {@link DeviceSync}. Nothing here waits for the GPU: a run only enqueues on the stream.
+ * the rank's {@link LocalPeerMemory} ({@link CudaPeerMemory}). Nothing here waits for the GPU: a run only enqueues on the stream.
  * Message steps (across nodes) are not part of a device plan.
  */
 final class DevicePlanRunner {
   private final ReduceKernels reducers;
   private final CopyKernels copies;
   private final CUstream stream;
-  private final DeviceSync sync;
+  private final LocalPeerMemory memory;
   private final int rank;
   private final long[] input;
   private final long[] output;
@@ -35,12 +36,12 @@ final class DevicePlanRunner {
    * @param input every local rank's registered INPUT by plan rank (this rank's own, peers'
    *     through their mappings; 0 for ranks of other nodes)
    */
-  DevicePlanRunner(ReduceKernels reducers, CopyKernels copies, CUstream stream, DeviceSync sync, int rank,
+  DevicePlanRunner(ReduceKernels reducers, CopyKernels copies, CUstream stream, LocalPeerMemory memory, int rank,
       long[] input, long[] output) {
     this.reducers = reducers;
     this.copies = copies;
     this.stream = stream;
-    this.sync = sync;
+    this.memory = memory;
     this.rank = rank;
     this.input = input;
     this.output = output;
@@ -98,20 +99,19 @@ final class DevicePlanRunner {
         if (group.size() > 1) {
           int[] g = group.stream().mapToInt(Integer::intValue).sorted().toArray();
           String what = algo + " barrier " + phase;
-          ops.add((base, parity, deadline) -> sync.barrier(g, rank, phase, base + phase, parity,
-              deadline, what));
+          ops.add((base, parity, deadline) -> memory.barrier(g, rank, base + phase, deadline,
+              what));
           i = j - 1;
         } else {
           requireHalfSteps(plan, s);
-          ops.add((base, parity, deadline) -> sync.signal(phase, base + phase, parity));
+          ops.add((base, parity, deadline) -> memory.signal(base + phase));
         }
       } else if (s instanceof Step.Wait w) {
         requireHalfSteps(plan, s);
         int peer = local.applyAsInt(w.peer());
         int phase = w.phase();
         String what = algo + " wait " + phase;
-        ops.add((base, parity, deadline) -> sync.await(peer, phase, base + phase, parity,
-            deadline, what));
+        ops.add((base, parity, deadline) -> memory.await(peer, base + phase, deadline, what));
       } else if (s instanceof Step.ReduceFrom r) {
         int[] peers = java.util.Arrays.stream(r.peers()).map(local).toArray();
         if (peers.length > ReduceKernels.MAX_INPUTS) {
@@ -161,7 +161,7 @@ final class DevicePlanRunner {
   }
 
   private void requireHalfSteps(Plan plan, Step s) {
-    if (sync.barriersOnly()) {
+    if (memory.barriersOnly()) {
       throw new IllegalArgumentException("rank " + rank + ": " + plan.algorithm() + " has a "
           + "lone " + s + ", and flag synchronisation runs whole barriers only");
     }

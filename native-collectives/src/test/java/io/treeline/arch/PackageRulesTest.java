@@ -93,6 +93,15 @@ class PackageRulesTest {
         .should().resideInAPackage("io.treeline.core..")
         .because("the user interface is one type in core; implementations live in comm")
         .check(classes);
+    classes().that().areAssignableTo(io.treeline.core.DeviceCommunicator.class).and()
+        .areInterfaces().should().resideInAPackage("io.treeline.core..")
+        .because("the GPU path's user interface is one type in core; its implementation lives "
+            + "in gpu")
+        .check(classes);
+    classes().that().areAssignableTo(io.treeline.core.DeviceCommunicator.class).and()
+        .areNotInterfaces().should().resideInAPackage("io.treeline.gpu..")
+        .because("one implementation of the device interface, above comm")
+        .check(classes);
   }
 
   @Test

@@ -10,6 +10,7 @@ import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CollectiveCheck;
 import io.treeline.comm.CommConfig;
 import io.treeline.core.DataType;
+import io.treeline.core.DeviceGradientAggregator;
 import io.treeline.core.ReduceOp;
 import io.treeline.core.CollectiveException;
 import io.treeline.kernels.DevicePointers;
@@ -34,7 +35,9 @@ import jcuda.driver.CUdeviceptr;
  * buffers at odd addresses), {@code big} (64 MiB + 1 element, and windows), {@code leaks} (free
  * device memory and segment files back where they were after close), {@code mismatch} (rank 1
  * calls with one element more: everyone fails naming it), {@code flags} (the flag-barrier
- * synchronisation forced on ranks sharing one GPU: correct, though time-sliced).
+ * synchronisation forced on ranks sharing one GPU: correct, though time-sliced),
+ * {@code userapi} (the user interface {@code core.DeviceCommunicator} alone: argument errors
+ * leave it usable, copies of more segments than one launch takes, an async allreduce's handle).
  */
 public final class DeviceCollectiveCheck {
   private static final java.util.concurrent.atomic.AtomicLong checked =
@@ -57,6 +60,7 @@ public final class DeviceCollectiveCheck {
         case "mismatch" -> mismatch(boot, opts);
         case "flags" -> flags(boot, opts);
         case "aggregator" -> aggregator(boot, opts);
+        case "userapi" -> userApi(boot, opts);
         default -> throw new IllegalArgumentException(mode);
       }
     } catch (Throwable e) {
@@ -246,6 +250,81 @@ public final class DeviceCollectiveCheck {
       for (CUdeviceptr p : grads) {
         cuMemFree(p);
       }
+    }
+  }
+
+  /** Through {@link io.treeline.core.DeviceCommunicator} only, as a user holds it. */
+  private static void userApi(TcpStoreBootstrap boot, DeviceOptions opts) {
+    try (io.treeline.core.DeviceCommunicator c = DeviceCommunicator.create(boot,
+        CommConfig.DEFAULT, opts.withBufferBytes(1 << 20))) {
+      for (Runnable bad : new Runnable[] {
+          () -> c.allReduce(-1, DataType.F32, ReduceOp.SUM),
+          () -> c.allReduce(1, null, ReduceOp.SUM),
+          () -> c.allReduce(c.capacityBytes() / 4 + 1, DataType.F32, ReduceOp.SUM),
+          () -> c.copy(new long[1], new long[1], new long[1], 2)}) {
+        try {
+          bad.run();
+          throw new AssertionError("rank " + c.rank() + ": a bad argument was accepted");
+        } catch (IllegalArgumentException expected) {
+          checked.incrementAndGet();
+        }
+      }
+      // 11 segments (more than one copy launch takes) from one buffer into the input, back out
+      int segments = 11;
+      long each = 1021;
+      long n = segments * each;
+      ByteBuffer host = Elements.direct(n, DataType.F32);
+      for (int i = 0; i < n; i++) {
+        Elements.put(host, i, CollectiveCheck.value(7, c.rank(), i, DataType.F32, ReduceOp.SUM),
+            DataType.F32);
+      }
+      CUdeviceptr buf = new CUdeviceptr();
+      cuMemAlloc(buf, n * 4);
+      try {
+        long base = DevicePointers.address(buf);
+        cuMemcpyHtoD(buf, Pointer.to(host), n * 4);
+        long[] src = new long[segments];
+        long[] dst = new long[segments];
+        long[] bytes = new long[segments];
+        for (int k = 0; k < segments; k++) {
+          src[k] = base + 4 * each * k;
+          dst[k] = c.input() + 4 * each * (segments - 1 - k); // reversed: order matters
+          bytes[k] = 4 * each;
+        }
+        c.copy(src, dst, bytes, segments);
+        c.allReduce(n, DataType.F32, ReduceOp.SUM);
+        for (int k = 0; k < segments; k++) {
+          src[k] = c.output() + 4 * each * (segments - 1 - k);
+          dst[k] = base + 4 * each * k;
+        }
+        c.copy(src, dst, bytes, segments);
+        c.synchronize();
+        check(c, buf, n, 7, ReduceOp.SUM);
+        // the same through allReduceAsync on the caller's buffer, waited for by its handle
+        cuMemcpyHtoD(buf, Pointer.to(host), n * 4);
+        io.treeline.core.Handle h = c.allReduceAsync(base, base, n, DataType.F32, ReduceOp.SUM);
+        h.await();
+        if (!h.isDone()) {
+          throw new AssertionError("rank " + c.rank() + ": a handle that returned is not done");
+        }
+        check(c, buf, n, 7, ReduceOp.SUM);
+      } finally {
+        cuMemFree(buf);
+      }
+    }
+  }
+
+  private static void check(io.treeline.core.DeviceCommunicator c, CUdeviceptr buf, long n,
+      long seed, ReduceOp op) {
+    ByteBuffer out = Elements.direct(n, DataType.F32);
+    cuMemcpyDtoH(Pointer.to(out), buf, n * 4);
+    double[][] col = new double[c.size()][1];
+    for (int i = 0; i < n; i++) {
+      for (int r = 0; r < c.size(); r++) {
+        col[r][0] = CollectiveCheck.value(seed, r, i, DataType.F32, op);
+      }
+      CollectiveCheck.check(c.rank(), "user API allreduce", col, out, i, DataType.F32, op);
+      checked.incrementAndGet();
     }
   }
 

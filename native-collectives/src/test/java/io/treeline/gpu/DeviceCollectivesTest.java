@@ -74,6 +74,11 @@ class DeviceCollectivesTest {
   }
 
   @Test
+  void theUserInterfaceAloneCopiesReducesAndWaitsByHandle() {
+    ok(4, "userapi", 300);
+  }
+
+  @Test
   void closeLeavesNoDeviceMemoryOrSegmentBehind() {
     ok(4, "leaks", 600);
   }

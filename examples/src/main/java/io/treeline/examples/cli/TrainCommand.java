@@ -7,13 +7,13 @@ import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
 import io.treeline.comm.HostCommunicator;
 import io.treeline.core.Communicator;
+import io.treeline.core.DeviceCommunicator;
 import io.treeline.examples.gpu.GpuTrainOptions;
 import io.treeline.examples.gpu.GpuTrainer;
 import io.treeline.examples.mnist.FashionMnist;
 import io.treeline.examples.mnist.MllibBaseline;
 import io.treeline.examples.mnist.Trainer;
 import io.treeline.spark.TreelinePlugin;
-import io.treeline.gpu.DeviceCommunicator;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -276,9 +276,9 @@ final class TrainCommand implements Callable<Integer> {
     return 0;
   }
 
-  /** Under ./treeline run on the GPU: {@link GpuTrainer#run}; rank 0 writes the curves. */
+  /** Under ./treeline run on the GPU: {@code GpuTrainMain.run}; rank 0 writes the curves. */
   private int gpuProcesses(GpuTrainOptions go, int ranks) throws IOException {
-    GpuTrainer.Outcome r = GpuTrainer.run(go, out);
+    GpuTrainer.Outcome r = io.treeline.examples.gpu.GpuTrainMain.run(go, out);
     if ("0".equals(System.getenv(TcpStoreBootstrap.RANK))) {
       write(outDir, r.result().history(), ranks, "GPU " + r.gpu(), go.train(), out);
     }

@@ -5,6 +5,7 @@ import io.treeline.comm.CommConfig;
 import io.treeline.examples.mnist.FashionMnist;
 import io.treeline.examples.mnist.Trainer;
 import io.treeline.kernels.GpuDevices;
+import jcuda.driver.JCudaDriver;
 import io.treeline.launch.ProcessLauncher;
 import io.treeline.gpu.DeviceCommunicator;
 import io.treeline.gpu.DeviceOptions;
@@ -64,7 +65,7 @@ public final class GpuTrainMain {
     String label = a.getOrDefault("label", "");
     PrintStream out = System.out;
     if (System.getenv(TcpStoreBootstrap.RANK) != null) { // one rank of a processes run
-      GpuTrainer.Outcome r = GpuTrainer.run(o, out);
+      GpuTrainer.Outcome r = run(o, out);
       if (Integer.parseInt(System.getenv(TcpStoreBootstrap.RANK)) == 0) {
         report(r, "processes", label, csv, o, out);
       }
@@ -81,6 +82,35 @@ public final class GpuTrainMain {
       default -> throw new IllegalArgumentException("--mode threads|processes, not " + mode);
     }
     System.exit(0);
+  }
+
+  /**
+   * Under {@code ./treeline run} (TREELINE_RANK, TREELINE_WORLD_SIZE, TREELINE_MASTER_ADDR,
+   * TREELINE_MASTER_PORT set): joins the job, trains, returns rank 0's figures (the others
+   * return theirs, the same). Throws IllegalStateException saying why when there is no GPU.
+   */
+  public static GpuTrainer.Outcome run(GpuTrainOptions o, PrintStream out) throws IOException {
+    String why = GpuTrainer.unavailable();
+    if (why != null) {
+      throw new IllegalStateException("no GPU to train on: " + why);
+    }
+    try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120))) {
+      int[] count = new int[1];
+      JCudaDriver.cuDeviceGetCount(count);
+      int ordinal = GpuTrainer.ordinalFor(o.ordinal(), boot.rank(), count[0]);
+      FashionMnist data = FashionMnist.load(Path.of(o.data()));
+      try (DeviceCommunicator comm = DeviceCommunicator.create(boot, CommConfig.DEFAULT,
+          DeviceOptions.DEFAULT.withOrdinal(ordinal))) {
+        boolean lead = comm.rank() == 0;
+        if (lead) {
+          out.printf("treeline train: %d ranks as processes on GPU %s, MLP %s, global batch "
+              + "%d, %d epochs, overlap %s%n", comm.size(), comm.gpu(),
+              java.util.Arrays.toString(o.train().hidden()), o.train().batch(),
+              o.train().epochs(), o.overlap() ? "on" : "off");
+        }
+        return GpuTrainer.train(comm, data, o, lead ? out : null, null);
+      }
+    }
   }
 
   private static void threads(int k, GpuTrainOptions o, String label, String csv,

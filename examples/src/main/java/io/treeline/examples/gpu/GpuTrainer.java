@@ -14,9 +14,9 @@ import static jcuda.driver.JCudaDriver.cuStreamDestroy;
 import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
 import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
 
-import io.treeline.bootstrap.TcpStoreBootstrap;
-import io.treeline.comm.CommConfig;
 import io.treeline.core.DataType;
+import io.treeline.core.DeviceCommunicator;
+import io.treeline.core.DeviceGradientAggregator;
 import io.treeline.core.ReduceOp;
 import io.treeline.examples.mnist.FashionMnist;
 import io.treeline.examples.mnist.Mlp;
@@ -25,15 +25,10 @@ import io.treeline.kernels.CudaModule;
 import io.treeline.kernels.DevicePointers;
 import io.treeline.kernels.GpuDevices;
 import io.treeline.kernels.TrainingKernels;
-import io.treeline.gpu.DeviceCommunicator;
-import io.treeline.gpu.DeviceGradientAggregator;
-import io.treeline.gpu.DeviceOptions;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -115,35 +110,6 @@ public final class GpuTrainer {
     return rank % gpus;
   }
 
-  /**
-   * Under {@code ./treeline run} (TREELINE_RANK, TREELINE_WORLD_SIZE, TREELINE_MASTER_ADDR,
-   * TREELINE_MASTER_PORT set): joins the job, trains, returns rank 0's figures (the others
-   * return theirs, the same). Throws IllegalStateException saying why when there is no GPU.
-   */
-  public static Outcome run(GpuTrainOptions o, PrintStream out) throws IOException {
-    String why = unavailable();
-    if (why != null) {
-      throw new IllegalStateException("no GPU to train on: " + why);
-    }
-    try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120))) {
-      int[] count = new int[1];
-      JCudaDriver.cuDeviceGetCount(count);
-      int ordinal = ordinalFor(o.ordinal(), boot.rank(), count[0]);
-      FashionMnist data = FashionMnist.load(Path.of(o.data()));
-      try (DeviceCommunicator comm = DeviceCommunicator.create(boot, CommConfig.DEFAULT,
-          DeviceOptions.DEFAULT.withOrdinal(ordinal))) {
-        boolean lead = comm.rank() == 0;
-        if (lead) {
-          out.printf("treeline train: %d ranks as processes on GPU %s, MLP %s, global batch "
-              + "%d, %d epochs, overlap %s%n", comm.size(), comm.gpu(),
-              java.util.Arrays.toString(o.train().hidden()), o.train().batch(),
-              o.train().epochs(), o.overlap() ? "on" : "off");
-        }
-        return train(comm, data, o, lead ? out : null, null);
-      }
-    }
-  }
-
   /** Trains on {@code comm}'s GPU; collective: every rank calls it with the same options. */
   public static Outcome train(DeviceCommunicator comm, FashionMnist data, GpuTrainOptions go,
       PrintStream out, Trainer.Progress progress) {
@@ -164,6 +130,8 @@ public final class GpuTrainer {
     private final MlpLayout layout;
     private final int local;
     private final boolean overlap;
+    /** This example's own kernels (training math), on the communicator's GPU. */
+    private final CudaModule module;
     private final TrainingKernels k;
     private final List<CUdeviceptr> memory = new ArrayList<>();
     private final List<CUevent> events = new ArrayList<>();
@@ -197,9 +165,13 @@ public final class GpuTrainer {
       this.layout = layout;
       this.local = local;
       this.overlap = overlap;
-      comm.module().makeCurrent();
-      this.k = new TrainingKernels(comm.module());
-      this.commStream = comm.stream();
+      try {
+        this.module = new CudaModule(comm.deviceOrdinal()); // the same primary context
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+      this.k = new TrainingKernels(module);
+      this.commStream = DevicePointers.stream(comm.stream());
       if (overlap) {
         ownStream = new CUstream();
         cuStreamCreate(ownStream, CUstream_flags.CU_STREAM_DEFAULT);
@@ -425,7 +397,7 @@ public final class GpuTrainer {
       }
       double[] sum = {hits};
       cuMemcpyHtoD(DevicePointers.at(sumAt), Pointer.to(sum), 8);
-      comm.allReduce(sumAt, sumAt, 1, DataType.F64, ReduceOp.SUM, null);
+      comm.allReduce(sumAt, sumAt, 1, DataType.F64, ReduceOp.SUM);
       comm.synchronize();
       cuMemcpyDtoH(Pointer.to(sum), DevicePointers.at(sumAt), 8);
       return sum[0] / data.testSize();
@@ -439,8 +411,8 @@ public final class GpuTrainer {
       long[] v2 = {crc.getValue(), crc.getValue()};
       long at = crcAt;
       cuMemcpyHtoD(DevicePointers.at(at), Pointer.to(v2), 16);
-      comm.allReduce(at, at, 1, DataType.I64, ReduceOp.MAX, null);
-      comm.allReduce(at + 8, at + 8, 1, DataType.I64, ReduceOp.MIN, null);
+      comm.allReduce(at, at, 1, DataType.I64, ReduceOp.MAX);
+      comm.allReduce(at + 8, at + 8, 1, DataType.I64, ReduceOp.MIN);
       comm.synchronize();
       cuMemcpyDtoH(Pointer.to(v2), DevicePointers.at(at), 16);
       if (v2[0] != v2[1]) {
@@ -462,7 +434,7 @@ public final class GpuTrainer {
 
     @Override
     public void close() {
-      comm.module().makeCurrent();
+      module.makeCurrent();
       try {
         if (ownStream != null) {
           cuStreamSynchronize(ownStream);
@@ -481,6 +453,7 @@ public final class GpuTrainer {
       if (ownStream != null) {
         cuStreamDestroy(ownStream);
       }
+      module.close();
     }
   }
 
