@@ -80,7 +80,7 @@ public final class DeviceFaultRank {
       }
       // after close: wait for every other survivor to have closed, and the faulty rank to be gone
       Files.writeString(markers.resolve("closed-" + boot.rank()), "");
-      long until = System.nanoTime() + 20_000_000_000L;
+      long until = System.nanoTime() + 10_000_000_000L; // within the launcher's 15 s grace
       for (int r = 0; r < pids.length; r++) {
         boolean dead = r == victim;
         while (System.nanoTime() - until < 0 && (dead ? ProcessHandle.of(pids[r])
