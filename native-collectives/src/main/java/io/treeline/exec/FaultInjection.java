@@ -22,18 +22,30 @@ import java.util.concurrent.TimeUnit;
  *       (the call fails with an exception).</li>
  * </ul>
  * The rank is the bootstrap rank; {@code call} counts the communicator's calls from 1.
+ *
+ * <p>How often it fires: once per process by default; {@code times=N} (or {@code times=all})
+ * lets it fire up to N times (every time) in this process, for ranks that are threads of one
+ * JVM and one fault per attempt of a retried Spark stage; {@code once=PATH} lets it fire only
+ * where it can create the file PATH (atomically), so that it fires once across processes and
+ * restarted JVMs (a Spark stage whose first attempt is faulted and whose retry, in new executor
+ * JVMs, must not be); the file holds the time it fired (epoch milliseconds) and
+ * the process id, separated by a space.
+ *
+ * <p>The property is read again when it changes, so that tests in one JVM (Spark's local mode,
+ * where tasks are threads) can set one fault after another; {@link #ON} is fixed when the class
+ * loads, so such a JVM starts with the property set to {@code none} (no fault).
  */
 public final class FaultInjection {
   public static final String PROPERTY = "treeline.test.fault";
   /** Whether a fault is configured in this JVM. */
   public static final boolean ON = System.getProperty(PROPERTY) != null;
-  private static final Map<String, String> SPEC = ON ? parse(System.getProperty(PROPERTY))
-      : Map.of();
-  private static volatile boolean fired;
+  private static volatile String specText = ON ? System.getProperty(PROPERTY) : null;
+  private static volatile Map<String, String> spec = ON ? parse(specText) : Map.of();
+  private static int fired;
   /** For {@code freeze}: a shell started early (a spawn can take seconds on a loaded machine),
    * waiting for one line to stop this process. */
-  private static final Process STOPPER = ON && "freeze".equals(SPEC.get("action"))
-      ? stopper(Long.parseLong(SPEC.getOrDefault("ms", "5000"))) : null;
+  private static final Process STOPPER = ON && "freeze".equals(spec.get("action"))
+      ? stopper(Long.parseLong(spec.getOrDefault("ms", "5000"))) : null;
 
   private FaultInjection() {
   }
@@ -49,16 +61,17 @@ public final class FaultInjection {
     return m;
   }
 
-  /** Fires the configured fault if this is its rank, point and call; once per process. */
+  /** Fires the configured fault if this is its rank, point and call, as often as it may. */
   public static void at(String point, int rank, long call) {
-    if (fired || !point.equals(SPEC.get("point"))
-        || rank != Integer.parseInt(SPEC.getOrDefault("rank", "-1"))
-        || call != Long.parseLong(SPEC.getOrDefault("call", "1")) && !point.equals("bootstrap")) {
+    Map<String, String> spec = current();
+    if (!point.equals(spec.get("point"))
+        || rank != Integer.parseInt(spec.getOrDefault("rank", "-1"))
+        || call != Long.parseLong(spec.getOrDefault("call", "1")) && !point.equals("bootstrap")
+        || !mayFire(spec)) {
       return;
     }
-    fired = true;
-    String action = SPEC.getOrDefault("action", "kill");
-    long ms = Long.parseLong(SPEC.getOrDefault("ms", "5000"));
+    String action = spec.getOrDefault("action", "kill");
+    long ms = Long.parseLong(spec.getOrDefault("ms", "5000"));
     System.out.println("FAULT-INJECTED " + action + " at " + point + " of call #" + call
         + " on rank " + rank + " (pid " + ProcessHandle.current().pid() + ") t="
         + System.currentTimeMillis());
@@ -71,6 +84,44 @@ public final class FaultInjection {
           + call + " on rank " + rank);
       default -> throw new IllegalArgumentException(PROPERTY + ": no action " + action);
     }
+  }
+
+  /** The fault configured now: the property is parsed again when a test changed it. */
+  private static Map<String, String> current() {
+    String text = System.getProperty(PROPERTY);
+    if (text != null && !text.equals(specText)) {
+      synchronized (FaultInjection.class) {
+        if (!text.equals(specText)) {
+          spec = parse(text);
+          fired = 0;
+          specText = text;
+        }
+      }
+    }
+    return spec;
+  }
+
+  /** Counts this firing against {@code times} and {@code once}; false when it may not fire. */
+  private static synchronized boolean mayFire(Map<String, String> spec) {
+    String times = spec.getOrDefault("times", "1");
+    if (!times.equals("all") && fired >= Integer.parseInt(times)) {
+      return false;
+    }
+    String once = spec.get("once");
+    if (once != null) {
+      try {
+        java.nio.file.Files.writeString(java.nio.file.Path.of(once),
+            System.currentTimeMillis() + " " + ProcessHandle.current().pid(),
+            java.nio.file.StandardOpenOption.CREATE_NEW,
+            java.nio.file.StandardOpenOption.WRITE);
+      } catch (java.nio.file.FileAlreadyExistsException e) {
+        return false; // fired already, in this process or another
+      } catch (java.io.IOException e) {
+        throw new IllegalStateException(PROPERTY + ": cannot create " + once + ": " + e, e);
+      }
+    }
+    fired++;
+    return true;
   }
 
   private static Process stopper(long ms) {

@@ -2,6 +2,7 @@ package io.treeline.gpu;
 
 import io.treeline.exec.LocalPeerMemory;
 import io.treeline.core.ReduceOp;
+import io.treeline.exec.FaultInjection;
 import io.treeline.exec.PlanRunner;
 import io.treeline.kernels.CopyKernels;
 import io.treeline.kernels.ReduceKernels;
@@ -172,6 +173,9 @@ final class DevicePlanRunner {
     long base = sequence * PlanRunner.PHASES;
     int parity = (int) (sequence & 1);
     for (Op op : program.ops) {
+      if (FaultInjection.ON) { // the fault suite's hook; a constant false otherwise
+        FaultInjection.at("intra", rank, sequence);
+      }
       op.run(base, parity, deadline);
     }
   }

@@ -6,6 +6,7 @@ import io.treeline.core.CallMismatchException;
 import io.treeline.core.CollectiveException;
 import io.treeline.exec.HostPeerMemory;
 import io.treeline.exec.NetworkLink;
+import io.treeline.exec.PeerWatch;
 import io.treeline.exec.PlanRunner;
 import io.treeline.plan.Buf;
 import io.treeline.transport.TransportProvider;
@@ -27,6 +28,12 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * from a peer in the same call with a different descriptor fails with a
  * {@link CallMismatchException}.
  *
+ * <p>Failures travel like they do between processes: every wait polls the rank's
+ * {@link PeerWatch}, whose check (every {@link PeerWatch#CHECK_INTERVAL_NANOS} of waiting) scans
+ * every rank's abort word and leave word, so a rank that aborted reaches every rank, whichever
+ * rank each waits on, and a rank that closed its communicator after call k fails at once the
+ * ranks in a later call (and disturbs no rank still finishing call k).
+ *
  * <p>One instance serves one group of ranks: every rank's communicator opens the same
  * instance's providers.
  */
@@ -44,6 +51,10 @@ public final class InProcessTransport {
   /** Per rank {sequence, count, meta} at rank * PAD: a sequence lock (-1 while written). */
   private final AtomicLongArray calls;
   private final AtomicReferenceArray<String> aborted;
+  /** Per rank: 0 while it is in the group, else 1 + the last call it completed before leaving. */
+  private final AtomicLongArray leftAfter;
+  /** Per rank: whether its watch has the scan of {@link #scan} (memory or link, once). */
+  private final java.util.concurrent.atomic.AtomicIntegerArray scanned;
   private final ConcurrentHashMap<Long, Channel> channels = new ConcurrentHashMap<>();
 
   /**
@@ -64,6 +75,35 @@ public final class InProcessTransport {
     this.flags = new AtomicLongArray(size * PAD);
     this.calls = new AtomicLongArray(size * PAD);
     this.aborted = new AtomicReferenceArray<>(size);
+    this.leftAfter = new AtomicLongArray(size);
+    this.scanned = new java.util.concurrent.atomic.AtomicIntegerArray(size);
+  }
+
+  /** A rank's watch check: what every other rank's abort and leave words say. */
+  private void scan(int self, PeerWatch watch) {
+    for (int p = 0; p < size; p++) {
+      if (p == self) {
+        continue;
+      }
+      String reason = aborted.get(p);
+      if (reason != null) {
+        watch.fail(p, "rank " + p + " aborted: " + reason);
+        return;
+      }
+      long left = leftAfter.get(p);
+      if (left != 0) {
+        watch.left(p, left - 1);
+      }
+    }
+  }
+
+  private PeerWatch watch(TransportProvider.Peers peers) {
+    PeerWatch w = peers.watch();
+    int self = peers.planRank();
+    if (scanned.compareAndSet(self, 0, 1)) {
+      w.addCheck(x -> scan(self, x));
+    }
+    return w;
   }
 
   public TransportProvider<HostPeerMemory> memory() {
@@ -76,7 +116,7 @@ public final class InProcessTransport {
           registered[peers.planRank()][Buf.INPUT.ordinal()] = in;
           registered[peers.planRank()][Buf.OUTPUT.ordinal()] = out;
           peers.barrier().run(); // every rank has registered its buffers
-          return new Memory(peers.planRank());
+          return new Memory(peers.planRank(), watch(peers));
         }
       };
     };
@@ -86,7 +126,7 @@ public final class InProcessTransport {
     return local -> new Pending<NetworkLink>() {
       @Override
       public NetworkLink connect(TransportProvider.Peers peers) {
-        return new Link(peers.planRank());
+        return new Link(peers.planRank(), watch(peers));
       }
     };
   }
@@ -116,28 +156,40 @@ public final class InProcessTransport {
   /** Shared by a rank's memory and link: who it is, which call it is in, and how it waits. */
   private abstract class Side {
     final int rank;
+    final PeerWatch watch;
     final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
     long sequence;
     CallDescriptor call;
     volatile boolean left;
 
-    Side(int rank) {
+    Side(int rank, PeerWatch watch) {
       this.rank = rank;
+      this.watch = watch;
     }
 
-    void waitOrFail(int peer, long deadline, String phase, String what) {
+    /**
+     * One turn of a wait for {@code peer}: fails if it aborted, if any rank did or left before
+     * this call (the watch), if this rank is closing, or at the deadline. {@code what} and
+     * {@code value} describe the wait only when it fails.
+     */
+    void waitOrFail(int peer, long deadline, String phase, String what, long value) {
       String reason = aborted.get(peer);
       if (reason != null) {
-        throw new CollectiveException(rank, peer, phase, "rank " + peer + " aborted: "
-            + reason, null);
+        throw CollectiveException.peerFailed(rank, peer, phase + " #" + sequence, "rank " + peer
+            + " aborted: " + reason, timeout);
       }
       if (left) {
         throw new CollectiveException(rank, peer, phase, "this rank aborted or closed its "
             + "communicator", null);
       }
-      if (System.nanoTime() - deadline > 0) {
-        throw CollectiveException.timeout(rank, peer, phase + " #" + sequence, what
-            + " from rank " + peer, timeout);
+      long now = System.nanoTime();
+      String why = watch.poll(now);
+      if (why != null) {
+        throw watch.failed(phase + " #" + sequence, why);
+      }
+      if (now - deadline > 0) {
+        throw CollectiveException.timeout(rank, peer, phase + " #" + sequence, describe(what,
+            value) + " from rank " + peer, timeout);
       }
       idle.idle();
     }
@@ -146,11 +198,31 @@ public final class InProcessTransport {
       left = true;
       aborted.compareAndSet(rank, null, reason);
     }
+
+    /** Leaving in order: the last call this rank completed, for the others to judge. */
+    void leaveSide() {
+      left = true;
+      long done = watch.inCall() ? watch.sequence() - 1 : watch.sequence();
+      leftAfter.compareAndSet(rank, 0, 1 + Math.max(done, 0));
+    }
   }
 
+  private static String describe(String what, long value) {
+    return switch (what) {
+      case FLAG -> "flag " + value + " (sequence " + value / PlanRunner.PHASES + ", phase "
+          + value % PlanRunner.PHASES + ")";
+      case SLOT -> "a free slot to send on lane " + value;
+      default -> "a message on lane " + value;
+    };
+  }
+
+  private static final String FLAG = "flag";
+  private static final String SLOT = "slot";
+  private static final String MESSAGE = "message";
+
   private final class Memory extends Side implements HostPeerMemory {
-    Memory(int rank) {
-      super(rank);
+    Memory(int rank, PeerWatch watch) {
+      super(rank, watch);
     }
 
     @Override
@@ -182,8 +254,7 @@ public final class InProcessTransport {
     @Override
     public void await(int peer, long value, long deadline, String phase) {
       while (flags.getAcquire(peer * PAD) < value) {
-        waitOrFail(peer, deadline, phase, "flag " + value + " (sequence "
-            + value / PlanRunner.PHASES + ", phase " + value % PlanRunner.PHASES + ")");
+        waitOrFail(peer, deadline, phase, FLAG, value);
       }
       idle.reset();
       // The peer published its call before the signal we acquired; if it is still in our call
@@ -205,14 +276,19 @@ public final class InProcessTransport {
     }
 
     @Override
+    public void leave(String reason) {
+      leaveSide();
+    }
+
+    @Override
     public void close() {
       left = true;
     }
   }
 
   private final class Link extends Side implements NetworkLink {
-    Link(int rank) {
-      super(rank);
+    Link(int rank, PeerWatch watch) {
+      super(rank, watch);
     }
 
     @Override
@@ -227,7 +303,7 @@ public final class InProcessTransport {
       Channel ch = channel(rank, peer, lane);
       long tail = ch.counters.getPlain(0);
       while (tail - ch.counters.getAcquire(PAD) >= ch.slot.length) {
-        waitOrFail(peer, deadline, phase, "a free slot to send on lane " + lane);
+        waitOrFail(peer, deadline, phase, SLOT, lane);
       }
       idle.reset();
       int i = (int) (tail % ch.slot.length);
@@ -249,7 +325,7 @@ public final class InProcessTransport {
       Channel ch = channel(peer, rank, lane);
       long head = ch.counters.getPlain(PAD);
       while (ch.counters.getAcquire(0) <= head) {
-        waitOrFail(peer, deadline, phase, "a message on lane " + lane);
+        waitOrFail(peer, deadline, phase, MESSAGE, lane);
       }
       idle.reset();
       int i = (int) (head % ch.slot.length);
@@ -277,6 +353,11 @@ public final class InProcessTransport {
     @Override
     public void abort(String reason) {
       abortSide(reason);
+    }
+
+    @Override
+    public void leave(String reason) {
+      leaveSide();
     }
 
     @Override
