@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 out=.device-spark
-piece=${PIECE_BYTES:-62914560}
+piece=${PIECE_BYTES:-52428800} # the carry holds 64 MiB with the ~6 MB working tree
 mvn_opts=${MVN_OPTS--o}
 data_src=/usr/share/datasets/fashion-mnist
 stage=$(mktemp -d)

@@ -6,7 +6,8 @@
 # same GPU, and the GEMMs of both. Everything goes to stdout and to $OUT (or out/train-gpu):
 # train-gpu.log, train-gpu.csv (one row per epoch of every Treeline run).
 # usage: scripts/device/run-train-gpu.sh [sections], sections from
-#   gemm train1 train-threads train-processes train-nomps big torch torch-big   (default: all)
+#   gemm train1 train-threads train-processes train-nomps big big-processes torch torch-big
+#   (default: all)
 # EPOCHS (default 10), RANKS (default 2), BIG_EPOCHS (default 2), RUN_TIMEOUT (s per Treeline
 # run, 150), TORCH_MODES (eager,compile,reduce-overhead), TORCH_TIMEOUT (240) in the environment.
 set -uo pipefail
@@ -19,7 +20,7 @@ csv="$out/train-gpu.csv"
 epochs=${EPOCHS:-10}
 k=${RANKS:-2}
 big_epochs=${BIG_EPOCHS:-2}
-sections=${*:-gemm train1 train-threads train-processes train-nomps big torch torch-big}
+sections=${*:-gemm train1 train-threads train-processes train-nomps big big-processes torch torch-big}
 has() { [[ " $sections " == *" $1 "* ]]; }
 say() { echo "== $*" | tee -a "$log"; }
 train() { # label, then GpuTrainMain options
@@ -74,6 +75,12 @@ if has big; then
   train big-one-rank-serial --ranks 1 --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap off
   train "big-threads-$k-overlap" --ranks "$k" --mode threads --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap on
   train "big-threads-$k-serial" --ranks "$k" --mode threads --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap off
+fi
+if has big-processes; then
+  mps_start
+  train "big-processes-$k-mps-overlap" --ranks "$k" --mode processes --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap on
+  train "big-processes-$k-mps-serial" --ranks "$k" --mode processes --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap off
+  mps_stop
 fi
 if has torch; then
   say "PyTorch, same MLP and batch, data on the GPU"

@@ -86,7 +86,7 @@ __device__ __forceinline__ void reduceKernel(T* __restrict__ dst, const Ptrs& in
       T* dst, const Ptrs in, \
       int n, long long count, int vec, int finish, int divisor) { \
     if (n <= 2) { \
-      reduceKernel<T, OP, 4, 2>(dst, in, n, count, vec, finish, divisor); \
+      reduceKernel<T, OP, 8, 2>(dst, in, n, count, vec, finish, divisor); \
     } else if (n <= 4) { \
       reduceKernel<T, OP, 3, 4>(dst, in, n, count, vec, finish, divisor); \
     } else { \
