@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds gemm_check (the GEMM check-and-time harness) into <repo>/.device-gemm/ (git-ignored):
+# one binary, static CUDA runtime and C++ library, sm_90a code, so it runs on the GPU machine
+# (driver only, no toolkit). Run there from the repository root: .device-gemm/gemm_check
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+root=$(git rev-parse --show-toplevel)
+mkdir -p "$root/.device-gemm"
+nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -cudart static \
+  -Xcompiler -static-libstdc++,-static-libgcc --resource-usage \
+  -o "$root/.device-gemm/gemm_check" gemm_check.cu 2>&1 | grep -E "gemm90|spill|error|warning" | grep -B1 -E "[1-9][0-9]* bytes spill|error|warning" || true
+ls -l "$root/.device-gemm/gemm_check"
