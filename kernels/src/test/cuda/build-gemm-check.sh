@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Builds gemm_check (the GEMM check-and-time harness) into <repo>/.device-gemm/ (git-ignored):
 # one binary, static CUDA runtime and C++ library, sm_90a code, so it runs on the GPU machine
-# (driver only, no toolkit). Run there from the repository root: .device-gemm/gemm_check
+# (driver only, no toolkit). On the GPU machine, from the repository root, with .device-gemm
+# carried (it is ignored by git, so name it in the run's carry list):
+#   run(command="timeout 500 .device-gemm/gemm_check; python3 scripts/device/torch_mlp.py --gemm",
+#       carry=[".device-gemm"])
+# (gemm_check --quick: correctness only.) Exit status 1 names a FAIL line: a wgmma or wmma result
+# outside the TF32 bound.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 root=$(git rev-parse --show-toplevel)
