@@ -324,8 +324,8 @@ int main(int argc, char** argv) {
       {"tail-c-nt", 1021, 13, 4096, false, true, true, 2},
       {"tail-10-nn", 512, 10, 4096, false, false, true, 0},
   };
-  printf("%-11s %5s %5s %5s %2s | %-24s | %-32s | %6s\n", "shape", "m", "n", "k", "op",
-         "wmma: err ms TFLOP/s", "wgmma: cfg err ms TFLOP/s", "ratio");
+  printf("%-11s %5s %5s %5s %2s | %-24s | %-32s | %6s | %s\n", "shape", "m", "n", "k", "op",
+         "wmma: err ms TFLOP/s", "wgmma: cfg err ms TFLOP/s", "ratio", "other BS: cfg ms");
   int failures = 0;
   for (const Case& c : cases) {
     int m = c.m, n = c.n, k = c.k;
@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
     Plan90 dummy = {};
     Result o = check_and_time(c, false, dummy, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask,
                               lda, ldb, ldc);
-    char oldS[64], newS[96], ratio[16] = "-";
+    char oldS[64], newS[96], ratio[16] = "-", alt[48] = "-";
     snprintf(oldS, sizeof oldS, "%.1e %8.4f %6.1f", o.err, o.ms, gf / o.ms);
     if (o.worst > 1) { failures++; strcat(oldS, " FAIL"); }
     bool aligned = (lda % 4 == 0) && (ldb % 4 == 0);
@@ -369,14 +369,26 @@ int main(int argc, char** argv) {
                gf / w.ms, w.worst > 1 ? " FAIL" : "");
       if (w.worst > 1) failures++;
       snprintf(ratio, sizeof ratio, "%.2fx", o.ms / w.ms);
+      // the other block width at the same split, for tuning TrainingKernels.hopperShape
+      Plan90 q = p;
+      q.bs = p.bs == 256 ? 128 : 256;
+      Result x = check_and_time(c, true, q, true, dA, dB, dC, dBias, dMask, A, B, bias, mask, lda,
+                                ldb, ldc);
+      if (!quick && (long long)m * n * k >= (1LL << 26)) {
+        x = check_and_time(c, true, q, false, dA, dB, dC, dBias, dMask, A, B, bias, mask, lda,
+                           ldb, ldc);
+      }
+      snprintf(alt, sizeof alt, "%3dx%d %8.4f%s", q.bs, q.splits, x.ms, x.worst > 1 ? " FAIL" : "");
+      if (x.worst > 1) failures++;
     }
-    printf("%-11s %5d %5d %5d %c%c | %-24s | %-32s | %6s\n", c.name, m, n, k, c.ta ? 'T' : 'N',
-           c.tb ? 'T' : 'N', oldS, newS, ratio);
+    printf("%-11s %5d %5d %5d %c%c | %-24s | %-32s | %6s | %s\n", c.name, m, n, k,
+           c.ta ? 'T' : 'N', c.tb ? 'T' : 'N', oldS, newS, ratio, alt);
     fflush(stdout);
     CK(cudaFree(dA)); CK(cudaFree(dB)); CK(cudaFree(dC)); CK(cudaFree(dBias)); CK(cudaFree(dMask));
   }
   printf("err: max |c - ref| / sum|a b| (float64 ref); FAIL: beyond (2^-9 + k 2^-24) sum|a b|; "
-         "cfg: BS x splits; ratio: wmma ms / wgmma ms\n");
+         "cfg: BS x splits; ratio: wmma ms / wgmma ms; other BS timed only from 2^26 "
+         "multiply-adds (TrainingKernels.HOPPER_MIN_WORK)\n");
   printf("%s: %d failure(s)\n", failures ? "FAILED" : "ALL OK", failures);
   return failures ? 1 : 0;
 }
