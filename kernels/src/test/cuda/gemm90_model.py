@@ -87,4 +87,5 @@ ok = True
 for kind in ('nt', 'nn', 'tt'):
     ok &= run(kind, 131, 139, 37, 128, rng)
 ok &= run('nn', 70, 260, 9, 256, rng)
-print('ALL OK' if ok else 'MISMATCH')
+print("ALL OK" if ok else "MISMATCH")
+raise SystemExit(0 if ok else 1)
