@@ -6,7 +6,8 @@
 // float64 host product (every element of the small ones, 4096 sampled elements, edges included,
 // of the large ones), and times both (median of 5 rounds of back-to-back launches between CUDA
 // events). Build: build-gemm-check.sh (static CUDA runtime, sm_90a). Usage:
-//   gemm_check [--quick]      (--quick: correctness only, one timed launch)
+//   gemm_check [--quick] [NAME...]   (--quick: correctness only, one timed launch; NAME: only
+//                                     the shapes whose name starts with one of these)
 // Exit status 0 when every wgmma result is within the TF32 bound, 1 otherwise.
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -19,14 +20,16 @@
 #include "../../main/cuda/training.cuh"
 #include "../../main/cuda/gemm_sm90.cuh"
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, \
-              __LINE__, cudaGetErrorString(e_));                                       \
-      exit(2);                                                                         \
-    }                                                                                  \
+static const char* g_current = "setup";  // the shape and path under way, for error lines
+#define CK(x)                                                                           \
+  do {                                                                                  \
+    cudaError_t e_ = (x);                                                               \
+    if (e_ != cudaSuccess) {                                                            \
+      fprintf(stderr, "CUDA error %s at %s:%d (%s): %s\n", cudaGetErrorName(e_), __FILE__, \
+              __LINE__, g_current, cudaGetErrorString(e_));                             \
+      fflush(stdout);                                                                   \
+      exit(2);                                                                          \
+    }                                                                                   \
   } while (0)
 
 typedef void (*GemmFn)(const float*, const float*, float*, int, int, int, int, int, int,
@@ -173,6 +176,10 @@ static Result check_and_time(const Case& c, bool newPath, const Plan90& p, bool 
   const float* bb = c.epi ? dBias : nullptr;
   const float* mm = c.epi == 2 ? dMask : nullptr;
   bool relu = c.epi == 1;
+  static char where[96];
+  snprintf(where, sizeof where, "%s %s BS %d splits %d", c.name, newPath ? "wgmma" : "wmma",
+           p.bs, p.splits);
+  g_current = where;
   auto run = [&]() {
     if (newPath)
       launch_new(p, dA, c.ta, lda, dB, c.tb, ldb, dC, ldc, m, n, k, bb, relu, mm, n);
@@ -259,7 +266,12 @@ static Result check_and_time(const Case& c, bool newPath, const Plan90& p, bool 
 }
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  std::vector<std::string> only;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) quick = true;
+    else only.push_back(argv[i]);
+  }
   g_tolScale = std::ldexp(1.0, -9);
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
@@ -328,6 +340,9 @@ int main(int argc, char** argv) {
          "wmma: err ms TFLOP/s", "wgmma: cfg err ms TFLOP/s", "ratio", "other BS: cfg ms");
   int failures = 0;
   for (const Case& c : cases) {
+    bool wanted = only.empty();
+    for (auto& o : only) wanted |= strncmp(c.name, o.c_str(), o.size()) == 0;
+    if (!wanted) continue;
     int m = c.m, n = c.n, k = c.k;
     int aCols = c.ta ? m : k, aRows = c.ta ? k : m;
     int bCols = c.tb ? k : n, bRows = c.tb ? n : k;

@@ -170,13 +170,21 @@ public final class TrainingKernels implements AutoCloseable {
     if (t != null) {
       String[] kinds = {"nt", "nn", "tt"};
       h = new CUfunction[3][2];
-      for (int i = 0; i < 3; i++) {
-        for (int j = 0; j < 2; j++) {
-          h[i][j] = module.hopperFunction("gemm90_" + kinds[i] + (j == 0 ? "_128" : "_256"));
-          cuFuncSetAttribute(h[i][j],
-              CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-              j == 0 ? HOPPER_SMEM_128 : HOPPER_SMEM_256);
+      try {
+        for (int i = 0; i < 3; i++) {
+          for (int j = 0; j < 2; j++) {
+            h[i][j] = module.hopperFunction("gemm90_" + kinds[i] + (j == 0 ? "_128" : "_256"));
+            int rc = cuFuncSetAttribute(h[i][j],
+                CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                j == 0 ? HOPPER_SMEM_128 : HOPPER_SMEM_256);
+            if (rc != 0) {
+              throw new IllegalStateException("cuFuncSetAttribute: error " + rc);
+            }
+          }
         }
+      } catch (RuntimeException e) {
+        h = null; // the shared memory the blocks need is not granted: the wmma kernels only
+        t = null;
       }
     }
     hopper = h;
