@@ -20,24 +20,28 @@
 // advances its start address by 32 bytes. R tiles are padded so the fragment loads hit 32
 // distinct banks. Copies are 16-byte cp.async with zero fill (rows, columns and K past the
 // matrix read zeros), so the caller guarantees 16-byte aligned bases and leading dimensions that
-// are multiples of 4 floats. Four stages, two tiles of loads in flight ahead of the one being
-// multiplied, one wgmma group in flight behind it. Products read the f32 bits as TF32 (the
+// are multiples of 4 floats. Cfg<BS>::STAGES stages: STAGES - 2 tiles of loads in flight ahead
+// of the one being multiplied, one wgmma group in flight behind it. Products read the f32 bits as TF32 (the
 // hardware drops the low 13 mantissa bits, as cuBLAS's TF32 mode does), sums in f32, in a fixed
 // order: the result does not depend on the launch.
 #pragma once
 
 namespace sm90 {
 
-constexpr int BR = 128, BK = 32, STAGES = 4, THREADS = 256;
+constexpr int BR = 128, BK = 32, THREADS = 256;
 constexpr int LD_RK = BK + 4;   // R stored [r][k]: 36 floats a row
 constexpr int LD_KR = BR + 8;   // R stored [k][r]: 136 floats a row
 constexpr int R_BYTES = 18432;  // max(BR * 36, BK * 136) * 4 rounded up to 1024
 
+// Stages: as many as fit 227 KiB (BS = 256: 4 of 50 KiB, BS = 128: 6 of 34 KiB), so STAGES - 2
+// tiles of loads are in flight while one is multiplied and one more is still being read.
 template <int BS> struct Cfg {
   static constexpr int S_BYTES = BS * BK * 4;
   static constexpr int STAGE_BYTES = S_BYTES + R_BYTES;
+  static constexpr int STAGES = BS == 256 ? 4 : 6;
   static constexpr int SMEM = STAGES * STAGE_BYTES + 1024;  // + alignment slack
   static_assert(S_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "1024-byte aligned stages");
+  static_assert(SMEM <= 227 * 1024, "fits one block per multiprocessor");
 };
 
 __device__ __forceinline__ void cp16(unsigned dst, const float* src, int bytes) {
@@ -195,9 +199,9 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
 #pragma unroll
   for (int i = 0; i < ND; i++) d[i] = 0.0f;
 
-  // prologue: tiles 0 .. STAGES-3 of this split in flight
+  // prologue: tiles 0 .. G::STAGES-3 of this split in flight
 #pragma unroll
-  for (int p = 0; p < STAGES - 2; p++) {
+  for (int p = 0; p < G::STAGES - 2; p++) {
     if (p < nt) {
       unsigned st = smem0 + p * G::STAGE_BYTES;
       load_tile<BS, R_KMAJ>(st, st + G::S_BYTES, R, S, Rdim, Sdim, K, ldr, lds, r0, s0,
@@ -209,16 +213,16 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
   // a2 (g, t + 4), a3 (g + 8, t + 4) of its warp's 16 rows)
   const int fr = wg * 64 + wi * 16 + g;
   for (int i = 0; i < nt; i++) {
-    cp_wait<STAGES - 3>();  // tile i has landed (this thread's copies)
+    cp_wait<G::STAGES - 3>();  // tile i has landed (this thread's copies)
     fence_proxy_async();    // and is visible to the async proxy wgmma reads through
     __syncthreads();        // everyone's copies; every warpgroup is done with tile i - 2
-    if (i + STAGES - 2 < nt) {
-      unsigned st = smem0 + ((i + STAGES - 2) % STAGES) * G::STAGE_BYTES;
+    if (i + G::STAGES - 2 < nt) {
+      unsigned st = smem0 + ((i + G::STAGES - 2) % G::STAGES) * G::STAGE_BYTES;
       load_tile<BS, R_KMAJ>(st, st + G::S_BYTES, R, S, Rdim, Sdim, K, ldr, lds, r0, s0,
-                            (kt0 + i + STAGES - 2) * BK);
+                            (kt0 + i + G::STAGES - 2) * BK);
     }
     cp_commit();
-    const unsigned st = smem0 + (i % STAGES) * G::STAGE_BYTES;
+    const unsigned st = smem0 + (i % G::STAGES) * G::STAGE_BYTES;
     const float* rt = reinterpret_cast<const float*>(smem_raw + (st + G::S_BYTES - (unsigned)__cvta_generic_to_shared(smem_raw)));
     unsigned a[BK / 8][4];
 #pragma unroll

@@ -44,8 +44,11 @@ public final class TrainingKernels implements AutoCloseable {
   public static final int HOPPER_BR = 128;
   private static final int HOPPER_THREADS = 256;
   private static final int HOPPER_BK = 32;
-  /** Dynamic shared memory of a wgmma block of BS = 128 / 256 (sm90::Cfg&lt;BS&gt;::SMEM). */
-  private static final int HOPPER_SMEM_128 = 4 * (128 * 32 * 4 + 18432) + 1024;
+  /**
+   * Dynamic shared memory of a wgmma block of BS = 128 / 256 (sm90::Cfg&lt;BS&gt;::SMEM: 6 / 4
+   * stages of a BS x 32 tile of S and a 128 x 32 tile of R).
+   */
+  private static final int HOPPER_SMEM_128 = 6 * (128 * 32 * 4 + 18432) + 1024;
   private static final int HOPPER_SMEM_256 = 4 * (256 * 32 * 4 + 18432) + 1024;
   /**
    * Products of fewer multiply-adds stay on the wmma kernels: the default model's (at most
