@@ -40,6 +40,11 @@ public final class TrainingKernels implements AutoCloseable {
   /** Threads of the one block of softmax_xent (its shared arrays hold 256). */
   private static final int XENT_THREADS = 256;
   private static final int THREADS = 256;
+  /**
+   * The one switch of the wgmma path: false keeps every product on the wmma kernels, on every
+   * device (it is also off wherever CudaModule has no sm_90a module: not compute capability 9.0).
+   */
+  static final boolean WGMMA = true;
   /** Rows of R per wgmma block (two warpgroups of 64; sm90::BR). */
   public static final int HOPPER_BR = 128;
   private static final int HOPPER_THREADS = 256;
@@ -192,7 +197,7 @@ public final class TrainingKernels implements AutoCloseable {
     }
     hopper = h;
     transpose90 = t;
-    hopperOn = h != null;
+    hopperOn = WGMMA && h != null;
     colSum = module.function("col_sum");
     xent = module.function("softmax_xent");
     sgd = module.function("sgd_momentum");
@@ -210,7 +215,7 @@ public final class TrainingKernels implements AutoCloseable {
    * whether it is on. For comparing the two paths in one process.
    */
   public boolean setHopperGemm(boolean on) {
-    hopperOn = on && hopper != null;
+    hopperOn = WGMMA && on && hopper != null;
     return hopperOn;
   }
 
