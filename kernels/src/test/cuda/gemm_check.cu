@@ -212,6 +212,7 @@ static Result check_and_time(const Case& c, bool newPath, const Plan90& p, bool 
     idx.push_back({m - 1, n - 1});
   }
   Result r = {0, 0, 0};
+  int shown = 0;
   for (auto& e : idx) {
     int i = e.first, j = e.second;
     double dot = 0, mag = 0;
@@ -230,6 +231,11 @@ static Result check_and_time(const Case& c, bool newPath, const Plan90& p, bool 
     double tol = (g_tolScale + k * std::ldexp(1.0, -24)) * mag + 1e-6;
     r.err = std::max(r.err, diff / (mag + 1e-30));
     r.worst = std::max(r.worst, diff / tol);
+    if (diff > tol && shown < 3) {  // the first mismatches, for a diagnosis
+      printf("  mismatch %s: C[%d][%d] = %.7g, float64 %.7g (sum|ab| %.4g)\n", g_current, i, j,
+             got, dot, mag);
+      shown++;
+    }
   }
   // timing
   cudaEvent_t e0, e1;
