@@ -43,6 +43,7 @@ public final class GemmBench {
     {"mlp-dX2", 128, 256, 128, false, true},
     {"20m-fwd1", 512, 4096, 784, false, false},
     {"20m-fwd2", 512, 4096, 4096, false, false},
+    {"20m-dW1", 784, 4096, 512, true, false},
     {"20m-dW2", 4096, 4096, 512, true, false},
     {"20m-dX2", 512, 4096, 4096, false, true},
     {"square-4096", 4096, 4096, 4096, false, false},
