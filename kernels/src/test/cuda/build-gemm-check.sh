@@ -3,8 +3,8 @@
 # one binary, static CUDA runtime and C++ library, sm_90a code, so it runs on the GPU machine
 # (driver only, no toolkit). On the GPU machine, from the repository root, with .device-gemm
 # carried (it is ignored by git, so name it in the run's carry list):
-#   run(command="timeout 500 .device-gemm/gemm_check; python3 scripts/device/torch_mlp.py --gemm",
-#       carry=[".device-gemm"])
+#   run(command="bash scripts/device/run-gemm-check.sh", carry=[".device-gemm"])
+# (gemm_check, then torch.matmul at GemmBench's shapes for the cuBLAS side, in the same call).
 # (gemm_check --quick: correctness only.) Exit status 1 names a FAIL line: a wgmma or wmma result
 # outside the TF32 bound.
 set -euo pipefail
