@@ -8,6 +8,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+[ -f .device-gemm/gemm_check ] && [ ! -x .device-gemm/gemm_check ] && chmod +x .device-gemm/gemm_check
 if [ ! -x .device-gemm/gemm_check ]; then
   echo "no .device-gemm/gemm_check: build it on the host (kernels/src/test/cuda/build-gemm-check.sh)" \
     "and carry .device-gemm" >&2
