@@ -144,17 +144,21 @@ __device__ __forceinline__ void load_tile(unsigned sS, unsigned sR, const float*
                                           const float* __restrict__ S, int Rdim, int Sdim, int K,
                                           int ldr, int lds, int r0, int s0, int k0) {
   const int tid = threadIdx.x;
+  static_assert((BS * 8) % THREADS == 0 && (BR * 8) % THREADS == 0 &&
+                (BK * (BR / 4)) % THREADS == 0, "whole copy rounds");
 #pragma unroll
-  for (int e = tid; e < BS * 8; e += THREADS) {
+  for (int q = 0; q < BS * 8 / THREADS; q++) {
+    int e = tid + q * THREADS;
     int s = e >> 3, c = e & 7;
     int gs = s0 + s, gk = k0 + c * 4;
     int bytes = gs < Sdim ? 4 * min(4, max(0, K - gk)) : 0;
     const float* src = bytes ? S + (long long)gs * lds + gk : S;
     cp16(sS + s * 128 + ((c ^ (s & 7)) << 4), src, bytes);
   }
-  if (R_KMAJ) {
+  if constexpr (R_KMAJ) {
 #pragma unroll
-    for (int e = tid; e < BR * 8; e += THREADS) {
+    for (int q = 0; q < BR * 8 / THREADS; q++) {
+      int e = tid + q * THREADS;
       int r = e >> 3, c = e & 7;
       int gr = r0 + r, gk = k0 + c * 4;
       int bytes = gr < Rdim ? 4 * min(4, max(0, K - gk)) : 0;
@@ -163,7 +167,8 @@ __device__ __forceinline__ void load_tile(unsigned sS, unsigned sR, const float*
     }
   } else {
 #pragma unroll
-    for (int e = tid; e < BK * (BR / 4); e += THREADS) {
+    for (int q = 0; q < BK * (BR / 4) / THREADS; q++) {
+      int e = tid + q * THREADS;
       int k = e / (BR / 4), c = e % (BR / 4);
       int gk = k0 + k, gr = r0 + c * 4;
       int bytes = gk < K ? 4 * min(4, max(0, Rdim - gr)) : 0;
@@ -228,7 +233,7 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
 #pragma unroll
     for (int kk = 0; kk < BK / 8; kk++) {
       int k = kk * 8 + t;
-      if (R_KMAJ) {
+      if constexpr (R_KMAJ) {
         a[kk][0] = __float_as_uint(rt[fr * LD_RK + k]);
         a[kk][1] = __float_as_uint(rt[(fr + 8) * LD_RK + k]);
         a[kk][2] = __float_as_uint(rt[fr * LD_RK + k + 4]);
