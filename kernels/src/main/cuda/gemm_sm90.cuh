@@ -21,7 +21,11 @@
 // distinct banks. Copies are 16-byte cp.async with zero fill (rows, columns and K past the
 // matrix read zeros), so the caller guarantees 16-byte aligned bases and leading dimensions that
 // are multiples of 4 floats. Cfg<BS>::STAGES stages: STAGES - 2 tiles of loads in flight ahead
-// of the one being multiplied, one wgmma group in flight behind it. Products read the f32 bits as TF32 (the
+// of the one being multiplied (TREELINE_GEMM90_OVERLAP: and one wgmma group in flight behind
+// it). Every register a wgmma reads (A fragments, descriptors) is kept live by a real use after
+// the wgmma.wait_group that retires it (hold): the ptxas of CUDA 13.0 may otherwise hand an
+// in-flight wgmma's input registers to other values (a ptxas bug that NVIDIA's CUDA 13.3 notes
+// say is fixed). Products read the f32 bits as TF32 (the
 // hardware drops the low 13 mantissa bits, as cuBLAS's TF32 mode does), sums in f32, in a fixed
 // order: the result does not depend on the launch.
 #pragma once
@@ -63,6 +67,32 @@ template <int N> __device__ __forceinline__ void wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void keep(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+// Fragments and descriptors pinned in registers here (the compiler must have computed them all
+// before this point, and may not sink one past it to between two wgmmas).
+__device__ __forceinline__ void pin(unsigned (&a)[4][4], unsigned long long (&q)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+    asm volatile("" : "+r"(a[i][0]), "+r"(a[i][1]), "+r"(a[i][2]), "+r"(a[i][3]), "+l"(q[i])::"memory");
+}
+// A real use of a retired group's input registers (stores under a predicate that is false at
+// run time but not provably so): ptxas keeps them allocated, untouched, up to here.
+__device__ __forceinline__ void hold(const unsigned (&a)[4][4], const unsigned long long (&q)[4],
+                                     unsigned never, unsigned addr) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %20, 0;\n"
+      "@p st.shared.v4.b32 [%21], {%0, %1, %2, %3};\n"
+      "@p st.shared.v4.b32 [%21+16], {%4, %5, %6, %7};\n"
+      "@p st.shared.v4.b32 [%21+32], {%8, %9, %10, %11};\n"
+      "@p st.shared.v4.b32 [%21+48], {%12, %13, %14, %15};\n"
+      "@p st.shared.v2.b64 [%21+64], {%16, %17};\n"
+      "@p st.shared.v2.b64 [%21+80], {%18, %19};\n}\n" ::"r"(a[0][0]),
+      "r"(a[0][1]), "r"(a[0][2]), "r"(a[0][3]), "r"(a[1][0]), "r"(a[1][1]), "r"(a[1][2]),
+      "r"(a[1][3]), "r"(a[2][0]), "r"(a[2][1]), "r"(a[2][2]), "r"(a[2][3]), "r"(a[3][0]),
+      "r"(a[3][1]), "r"(a[3][2]), "r"(a[3][3]), "l"(q[0]), "l"(q[1]), "l"(q[2]), "l"(q[3]),
+      "r"(never), "r"(addr)
+      : "memory");
+}
 
 // Descriptor of a K-major, 128-byte-swizzled tile at shared address addr: start address >> 4
 // (bits 0-13), leading byte offset 16 >> 4 (bits 16-29; unused by swizzled K-major tiles),
@@ -182,7 +212,7 @@ __device__ __forceinline__ void load_tile(unsigned sS, unsigned sR, const float*
 // of splits), then: splits == 1: C[i][j] (+ bias[j]) (ReLU) (x [mask[i][j] > 0]) with (i, j) =
 // (r, s), or (s, r) when OUT_T; splits > 1: the unfinished sum to W[z][i][j] (M x N, for
 // gemm_splitk_finish). M x N is the shape of C.
-template <int BS, bool R_KMAJ, bool OUT_T>
+template <int BS, bool R_KMAJ, bool OUT_T, bool OVERLAP>
 __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float* __restrict__ S,
                                        float* __restrict__ C, int Rdim, int Sdim, int K, int ldr,
                                        int lds, int ldc, const float* __restrict__ bias,
@@ -217,10 +247,21 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
   // this thread's fragment rows in the R tile (the A operand: a0 (g, t), a1 (g + 8, t),
   // a2 (g, t + 4), a3 (g + 8, t + 4) of its warp's 16 rows)
   const int fr = wg * 64 + wi * 16 + g;
-  for (int i = 0; i < nt; i++) {
+  // never true at run time (splits >= 1), unknown to the compiler: hold()'s stores never run
+  const unsigned never = splits < 0 ? 1u : 0u;
+  // One k-tile: wait for its copies, refill the stage of tile i - 2 (retired: see below), load
+  // this thread's A fragments, issue the four wgmmas as one group. OVERLAP: retire only the
+  // previous group (wait_group 1), so this one runs under the next tile's barrier, refill and
+  // fragment loads; else retire this one (wait_group 0). Either way the fragments and
+  // descriptors of every retired group get a real use (hold) only after the wait that retired
+  // it: else ptxas may give a wgmma's input registers to other values (the refill's addresses,
+  // the next fragments) while the asynchronous wgmma has not read them yet (the first H200 run:
+  // right only where no refill was issued while a group was in flight).
+  auto step = [&](int i, unsigned (&a)[BK / 8][4], unsigned long long (&dsc)[BK / 8],
+                  unsigned (&aprev)[BK / 8][4], unsigned long long (&dprev)[BK / 8]) {
     cp_wait<G::STAGES - 3>();  // tile i has landed (this thread's copies)
-    fence_proxy_async();    // and is visible to the async proxy wgmma reads through
-    __syncthreads();        // everyone's copies; every warpgroup is done with tile i - 2
+    fence_proxy_async();       // and is visible to the async proxy wgmma reads through
+    __syncthreads();           // everyone's copies; every warpgroup is done with tile i - 2
     if (i + G::STAGES - 2 < nt) {
       unsigned st = smem0 + ((i + G::STAGES - 2) % G::STAGES) * G::STAGE_BYTES;
       load_tile<BS, R_KMAJ>(st, st + G::S_BYTES, R, S, Rdim, Sdim, K, ldr, lds, r0, s0,
@@ -228,8 +269,8 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
     }
     cp_commit();
     const unsigned st = smem0 + (i % G::STAGES) * G::STAGE_BYTES;
-    const float* rt = reinterpret_cast<const float*>(smem_raw + (st + G::S_BYTES - (unsigned)__cvta_generic_to_shared(smem_raw)));
-    unsigned a[BK / 8][4];
+    const float* rt = reinterpret_cast<const float*>(
+        smem_raw + (st + G::S_BYTES - (unsigned)__cvta_generic_to_shared(smem_raw)));
 #pragma unroll
     for (int kk = 0; kk < BK / 8; kk++) {
       int k = kk * 8 + t;
@@ -244,18 +285,34 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
         a[kk][2] = __float_as_uint(rt[(k + 4) * LD_KR + fr]);
         a[kk][3] = __float_as_uint(rt[(k + 4) * LD_KR + fr + 8]);
       }
+      dsc[kk] = sw128_desc(st + kk * 32);
     }
+    pin(a, dsc);  // all fragments and descriptors in registers before the first wgmma
 #pragma unroll
     for (int j = 0; j < ND; j++) keep(d[j]);
     wg_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / 8; kk++) Mma<BS>::run(d, a[kk], sw128_desc(st + kk * 32));
+    for (int kk = 0; kk < BK / 8; kk++) Mma<BS>::run(d, a[kk], dsc[kk]);
     wg_commit();
 #pragma unroll
     for (int j = 0; j < ND; j++) keep(d[j]);
-    wg_wait<1>();  // the group of tile i - 1 is done: its stage may be refilled after the barrier
+    if constexpr (OVERLAP) {
+      wg_wait<1>();  // the group of tile i - 1 is done: its stage may be refilled after the barrier
+      hold(aprev, dprev, never, smem0);
+    } else {
+      wg_wait<0>();
+      hold(a, dsc, never, smem0);
+    }
+  };
+  unsigned a0[BK / 8][4] = {}, a1[BK / 8][4] = {};
+  unsigned long long q0[BK / 8] = {}, q1[BK / 8] = {};
+  for (int i = 0; i < nt; i += 2) {  // two register sets, so tile i's outlive tile i + 1's wait
+    step(i, a0, q0, a1, q1);
+    if (i + 1 < nt) step(i + 1, a1, q1, a0, q0);
   }
   wg_wait<0>();
+  hold(a0, q0, never, smem0);
+  hold(a1, q1, never, smem0);
 #pragma unroll
   for (int j = 0; j < ND; j++) keep(d[j]);
   cp_wait<0>();
@@ -291,21 +348,34 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
 // list less vecA / vecB (16-byte alignment is required here). Grid: ceil(Rdim / 128) x
 // ceil(Sdim / BS) x splits blocks of 256 threads, Cfg<BS>::SMEM bytes of dynamic shared memory;
 // Rdim, Sdim = M, N (nt, tt) or N, M (nn).
-#define TREELINE_GEMM90(NAME, BS, RK, OT, RPTR, SPTR, RDIM, SDIM, LDR, LDS)                     \
+#define TREELINE_GEMM90(NAME, BS, RK, OT, OV, RPTR, SPTR, RDIM, SDIM, LDR, LDS)                 \
   extern "C" __global__ void __launch_bounds__(sm90::THREADS, 1)                              \
   NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, \
        int N, int K, int lda, int ldb, int ldc, const float* __restrict__ bias,                \
        const float* __restrict__ mask, int ldmask, int relu, float* __restrict__ W,            \
        int splits) {                                                                          \
-    sm90::gemm90<BS, RK, OT>(RPTR, SPTR, C, RDIM, SDIM, K, LDR, LDS, ldc, bias, mask, ldmask,  \
-                             relu, W, splits);                                                \
+    sm90::gemm90<BS, RK, OT, OV>(RPTR, SPTR, C, RDIM, SDIM, K, LDR, LDS, ldc, bias, mask,      \
+                                 ldmask, relu, W, splits);                                    \
   }
-TREELINE_GEMM90(gemm90_nt_128, 128, true, false, A, B, M, N, lda, ldb)
-TREELINE_GEMM90(gemm90_nt_256, 256, true, false, A, B, M, N, lda, ldb)
-TREELINE_GEMM90(gemm90_nn_128, 128, false, true, B, A, N, M, ldb, lda)
-TREELINE_GEMM90(gemm90_nn_256, 256, false, true, B, A, N, M, ldb, lda)
-TREELINE_GEMM90(gemm90_tt_128, 128, false, false, A, B, M, N, lda, ldb)
-TREELINE_GEMM90(gemm90_tt_256, 256, false, false, A, B, M, N, lda, ldb)
+// TREELINE_GEMM90_OVERLAP: 1 keeps one wgmma group in flight under the next tile's set-up (not
+// yet proven on the GPU), 0 (default) retires each tile's group before the next tile starts.
+#ifndef TREELINE_GEMM90_OVERLAP
+#define TREELINE_GEMM90_OVERLAP 0
+#endif
+TREELINE_GEMM90(gemm90_nt_128, 128, true, false, TREELINE_GEMM90_OVERLAP, A, B, M, N, lda, ldb)
+TREELINE_GEMM90(gemm90_nt_256, 256, true, false, TREELINE_GEMM90_OVERLAP, A, B, M, N, lda, ldb)
+TREELINE_GEMM90(gemm90_nn_128, 128, false, true, TREELINE_GEMM90_OVERLAP, B, A, N, M, ldb, lda)
+TREELINE_GEMM90(gemm90_nn_256, 256, false, true, TREELINE_GEMM90_OVERLAP, B, A, N, M, ldb, lda)
+TREELINE_GEMM90(gemm90_tt_128, 128, false, false, TREELINE_GEMM90_OVERLAP, A, B, M, N, lda, ldb)
+TREELINE_GEMM90(gemm90_tt_256, 256, false, false, TREELINE_GEMM90_OVERLAP, A, B, M, N, lda, ldb)
+#ifdef TREELINE_GEMM90_VARIANTS  // the harness: the other pipeline too, as gemm90x_*
+TREELINE_GEMM90(gemm90x_nt_128, 128, true, false, !TREELINE_GEMM90_OVERLAP, A, B, M, N, lda, ldb)
+TREELINE_GEMM90(gemm90x_nt_256, 256, true, false, !TREELINE_GEMM90_OVERLAP, A, B, M, N, lda, ldb)
+TREELINE_GEMM90(gemm90x_nn_128, 128, false, true, !TREELINE_GEMM90_OVERLAP, B, A, N, M, ldb, lda)
+TREELINE_GEMM90(gemm90x_nn_256, 256, false, true, !TREELINE_GEMM90_OVERLAP, B, A, N, M, ldb, lda)
+TREELINE_GEMM90(gemm90x_tt_128, 128, false, false, !TREELINE_GEMM90_OVERLAP, A, B, M, N, lda, ldb)
+TREELINE_GEMM90(gemm90x_tt_256, 256, false, false, !TREELINE_GEMM90_OVERLAP, A, B, M, N, lda, ldb)
+#endif
 #undef TREELINE_GEMM90
 
 // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (32 x 32 tiles through shared
