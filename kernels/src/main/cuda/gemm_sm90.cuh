@@ -20,9 +20,9 @@
 // advances its start address by 32 bytes. R tiles are padded so the fragment loads hit 32
 // distinct banks. Copies are 16-byte cp.async with zero fill (rows, columns and K past the
 // matrix read zeros), so the caller guarantees 16-byte aligned bases and leading dimensions that
-// are multiples of 4 floats. Cfg<BS>::STAGES stages: STAGES - 2 tiles of loads in flight ahead
-// of the one being multiplied (TREELINE_GEMM90_OVERLAP: and one wgmma group in flight behind
-// it). Every register a wgmma reads (A fragments, descriptors) is kept live by a real use after
+// are multiples of 4 floats. Cfg<BS>::STAGES stages: STAGES - 1 tiles of loads in flight ahead
+// of the one being multiplied (TREELINE_GEMM90_OVERLAP: STAGES - 2, and one wgmma group in
+// flight behind it). Every register a wgmma reads (A fragments, descriptors) is kept live by a real use after
 // the wgmma.wait_group that retires it (hold): the ptxas of CUDA 13.0 may otherwise hand an
 // in-flight wgmma's input registers to other values (a ptxas bug that NVIDIA's CUDA 13.3 notes
 // say is fixed). Products read the f32 bits as TF32 (the
@@ -37,8 +37,9 @@ constexpr int LD_RK = BK + 4;   // R stored [r][k]: 36 floats a row
 constexpr int LD_KR = BR + 8;   // R stored [k][r]: 136 floats a row
 constexpr int R_BYTES = 18432;  // max(BR * 36, BK * 136) * 4 rounded up to 1024
 
-// Stages: as many as fit 227 KiB (BS = 256: 4 of 50 KiB, BS = 128: 6 of 34 KiB), so STAGES - 2
-// tiles of loads are in flight while one is multiplied and one more is still being read.
+// Stages: as many as fit 227 KiB (BS = 256: 4 of 50 KiB, BS = 128: 6 of 34 KiB), so STAGES - 1
+// tiles of loads are in flight while one is multiplied (STAGES - 2 and one more still being read
+// with TREELINE_GEMM90_OVERLAP).
 template <int BS> struct Cfg {
   static constexpr int S_BYTES = BS * BK * 4;
   static constexpr int STAGE_BYTES = S_BYTES + R_BYTES;
@@ -234,9 +235,12 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
 #pragma unroll
   for (int i = 0; i < ND; i++) d[i] = 0.0f;
 
-  // prologue: tiles 0 .. G::STAGES-3 of this split in flight
+  // tiles of loads in flight ahead of the one multiplied: the stage of tile i - 1 is free at
+  // tile i without OVERLAP (its group retired), only that of tile i - 2 with it
+  constexpr int LEAD = OVERLAP ? G::STAGES - 2 : G::STAGES - 1;
+  // prologue: tiles 0 .. LEAD - 1 of this split in flight
 #pragma unroll
-  for (int p = 0; p < G::STAGES - 2; p++) {
+  for (int p = 0; p < LEAD; p++) {
     if (p < nt) {
       unsigned st = smem0 + p * G::STAGE_BYTES;
       load_tile<BS, R_KMAJ>(st, st + G::S_BYTES, R, S, Rdim, Sdim, K, ldr, lds, r0, s0,
@@ -249,7 +253,7 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
   const int fr = wg * 64 + wi * 16 + g;
   // never true at run time (splits >= 1), unknown to the compiler: hold()'s stores never run
   const unsigned never = splits < 0 ? 1u : 0u;
-  // One k-tile: wait for its copies, refill the stage of tile i - 2 (retired: see below), load
+  // One k-tile: wait for its copies, refill the stage of tile i + LEAD - STAGES (retired), load
   // this thread's A fragments, issue the four wgmmas as one group. OVERLAP: retire only the
   // previous group (wait_group 1), so this one runs under the next tile's barrier, refill and
   // fragment loads; else retire this one (wait_group 0). Either way the fragments and
@@ -259,13 +263,13 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
   // right only where no refill was issued while a group was in flight).
   auto step = [&](int i, unsigned (&a)[BK / 8][4], unsigned long long (&dsc)[BK / 8],
                   unsigned (&aprev)[BK / 8][4], unsigned long long (&dprev)[BK / 8]) {
-    cp_wait<G::STAGES - 3>();  // tile i has landed (this thread's copies)
-    fence_proxy_async();       // and is visible to the async proxy wgmma reads through
-    __syncthreads();           // everyone's copies; every warpgroup is done with tile i - 2
-    if (i + G::STAGES - 2 < nt) {
-      unsigned st = smem0 + ((i + G::STAGES - 2) % G::STAGES) * G::STAGE_BYTES;
+    cp_wait<LEAD - 1>();  // tile i has landed (this thread's copies; group g holds tile g)
+    fence_proxy_async();  // and is visible to the async proxy wgmma reads through
+    __syncthreads();      // everyone's copies; every warpgroup is done with tile i + LEAD - STAGES
+    if (i + LEAD < nt) {
+      unsigned st = smem0 + ((i + LEAD) % G::STAGES) * G::STAGE_BYTES;
       load_tile<BS, R_KMAJ>(st, st + G::S_BYTES, R, S, Rdim, Sdim, K, ldr, lds, r0, s0,
-                            (kt0 + i + G::STAGES - 2) * BK);
+                            (kt0 + i + LEAD) * BK);
     }
     cp_commit();
     const unsigned st = smem0 + (i % G::STAGES) * G::STAGE_BYTES;

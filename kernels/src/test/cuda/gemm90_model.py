@@ -82,8 +82,30 @@ def run(kind, M, N, K, BS, rng):
     err = np.nanmax(np.abs(C - ref)) if not np.isnan(C).any() else float('inf')
     print(kind, M, N, K, BS, 'max err', err)
     return err < 1e-9
+def pipeline(stages, overlap, nt):
+    # replays gemm90's k-loop schedule (cp.async groups, stage refills, wgmma groups in flight):
+    # a stage refilled only when no unretired wgmma group reads it, a tile multiplied only after
+    # its copy group has completed (cp.async.wait_group LEAD - 1)
+    lead = stages - 2 if overlap else stages - 1
+    committed = []  # group g -> tile or None
+    for p in range(lead): committed.append(p if p < nt else None)
+    inflight = []   # tiles whose wgmma group is not retired
+    for i in range(nt):
+        done = len(committed) - (lead - 1)          # groups 0 .. done-1 complete
+        if not any(t == i for t in committed[:done]): return False
+        if i + lead < nt:
+            tgt = (i + lead) % stages
+            if any(t % stages == tgt for t in inflight + [i]): return False
+            committed.append(i + lead)
+        else:
+            committed.append(None)
+        inflight.append(i)
+        inflight = inflight[-1:] if overlap else []   # wait_group 1 / 0
+        if overlap and len(inflight) > 1: return False
+    return True
+ok = all(pipeline(st, ov, nt) for st in (4, 6) for ov in (False, True) for nt in range(1, 40))
+print('pipeline schedule', 'ok' if ok else 'MISMATCH')
 rng = np.random.default_rng(1)
-ok = True
 for kind in ('nt', 'nn', 'tt'):
     ok &= run(kind, 131, 139, 37, 128, rng)
 ok &= run('nn', 70, 260, 9, 256, rng)
