@@ -100,6 +100,7 @@ SHAPES = [  # as GemmBench: name, m, n, k, transA, transB
     ("mlp-fwd3", 128, 10, 128, False, False), ("mlp-dW1", 784, 256, 128, True, False),
     ("mlp-dW2", 256, 128, 128, True, False), ("mlp-dX2", 128, 256, 128, False, True),
     ("20m-fwd1", 512, 4096, 784, False, False), ("20m-fwd2", 512, 4096, 4096, False, False),
+    ("20m-dW1", 784, 4096, 512, True, False),
     ("20m-dW2", 4096, 4096, 512, True, False), ("20m-dX2", 512, 4096, 4096, False, True),
     ("square-4096", 4096, 4096, 4096, False, False),
 ]

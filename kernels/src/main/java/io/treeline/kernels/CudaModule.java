@@ -27,10 +27,15 @@ import jcuda.driver.JCudaDriver;
  */
 public final class CudaModule implements AutoCloseable {
   public static final String FATBIN = "/io/treeline/kernels/treeline.fatbin";
+  /** The wgmma GEMM (gemm_sm90.cu), sm_90a only: loaded on compute capability 9.0. */
+  public static final String HOPPER_CUBIN = "/io/treeline/kernels/treeline_sm90a.cubin";
 
   private final CUdevice device = new CUdevice();
   private final CUcontext context = new CUcontext();
   private final CUmodule module = new CUmodule();
+  /** The sm_90a module, or null: not a 9.0 device, no cubin in the jar, or its load failed. */
+  private final CUmodule hopper;
+  private final String hopperAbsent;
   private final int ordinal;
   private final int smCount;
   private boolean closed;
@@ -61,6 +66,38 @@ public final class CudaModule implements AutoCloseable {
     JCudaDriver.cuDeviceGetAttribute(sms,
         CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
     smCount = sms[0];
+    int[] major = new int[1];
+    int[] minor = new int[1];
+    JCudaDriver.cuDeviceGetAttribute(major,
+        CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    JCudaDriver.cuDeviceGetAttribute(minor,
+        CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    CUmodule h = null;
+    String absent = null;
+    if (major[0] != 9 || minor[0] != 0) {
+      absent = "compute capability " + major[0] + "." + minor[0] + " is not 9.0";
+    } else {
+      byte[] cubin = resource(HOPPER_CUBIN);
+      if (cubin == null) {
+        absent = HOPPER_CUBIN + " is not in the jar";
+      } else {
+        try {
+          CUmodule m = new CUmodule();
+          cuModuleLoadData(m, cubin);
+          h = m;
+        } catch (RuntimeException e) {
+          absent = "loading " + HOPPER_CUBIN + " failed: " + e.getMessage();
+        }
+      }
+    }
+    hopper = h;
+    hopperAbsent = absent;
+  }
+
+  private static byte[] resource(String name) throws IOException {
+    try (InputStream in = CudaModule.class.getResourceAsStream(name)) {
+      return in == null ? null : in.readAllBytes();
+    }
   }
 
   /** The fatbin bytes, or an IOException saying that this jar was built without nvcc. */
@@ -82,6 +119,27 @@ public final class CudaModule implements AutoCloseable {
     CUfunction f = new CUfunction();
     cuModuleGetFunction(f, module, name);
     return f;
+  }
+
+  /**
+   * The kernel {@code name} of the sm_90a module (its {@code extern "C"} name in gemm_sm90.cu),
+   * or null where that module is not loaded ({@link #hopperAbsent} says why).
+   */
+  public CUfunction hopperFunction(String name) {
+    if (closed) {
+      throw new IllegalStateException("CUDA module of device " + ordinal + " is closed");
+    }
+    if (hopper == null) {
+      return null;
+    }
+    CUfunction f = new CUfunction();
+    cuModuleGetFunction(f, hopper, name);
+    return f;
+  }
+
+  /** Why the sm_90a module is not loaded, or null when it is. */
+  public String hopperAbsent() {
+    return hopperAbsent;
   }
 
   /** Blocks of {@code f} at {@code threads} per block that fit the whole GPU at once. */
@@ -118,6 +176,9 @@ public final class CudaModule implements AutoCloseable {
       return;
     }
     closed = true;
+    if (hopper != null) {
+      cuModuleUnload(hopper);
+    }
     cuModuleUnload(module);
     cuDevicePrimaryCtxRelease(device);
   }

@@ -25,7 +25,9 @@ import jcuda.driver.CUstream_flags;
  * gives ms per GEMM and TFLOP/s ({@code 2 m n k}). {@code scripts/device/torch_mlp.py --gemm}
  * times {@code torch.matmul} at the same shapes.
  *
- * <p>Usage: {@code GemmBench [reps, default 50]}; prints {@code gemm NAME m n k tA tB ms TFLOP/s}.
+ * <p>Usage: {@code GemmBench [reps, default 50]}; prints {@code gemm NAME m n k tA tB ms TFLOP/s
+ * PATH} (PATH: wgmma or wmma, the kernels {@link TrainingKernels#gemm} picked) and, on a
+ * compute capability 9.0 device, {@code gemm-wmma ...} for the wmma kernels alone at that shape.
  */
 public final class GemmBench {
   private GemmBench() {
@@ -41,6 +43,7 @@ public final class GemmBench {
     {"mlp-dX2", 128, 256, 128, false, true},
     {"20m-fwd1", 512, 4096, 784, false, false},
     {"20m-fwd2", 512, 4096, 4096, false, false},
+    {"20m-dW1", 784, 4096, 512, true, false},
     {"20m-dW2", 4096, 4096, 512, true, false},
     {"20m-dX2", 512, 4096, 4096, false, true},
     {"square-4096", 4096, 4096, 4096, false, false},
@@ -71,25 +74,34 @@ public final class GemmBench {
         long pc = DevicePointers.address(c);
         int lda = ta ? m : kk;
         int ldb = tb ? kk : n;
-        for (int i = 0; i < 5; i++) {
-          k.gemm(pa, ta, lda, pb, tb, ldb, pc, n, m, n, kk, 0, false, 0, 0, stream);
-        }
-        int r = kk >= 4096 && m >= 4096 ? Math.max(5, reps / 5) : reps;
-        double[] rounds = new double[7];
-        for (int round = 0; round < rounds.length; round++) {
-          cuEventRecord(start, stream);
-          for (int i = 0; i < r; i++) {
+        boolean hopper = k.hopperGemm();
+        // the default path (wgmma where TrainingKernels picks it), then, on a 9.0 device, the
+        // wmma kernels alone at the same shape for a same-call ratio
+        for (int pass = 0; pass < (hopper ? 2 : 1); pass++) {
+          k.setHopperGemm(hopper && pass == 0);
+          boolean wgmma = k.hopperPlan(pa, ta, lda, pb, tb, ldb, m, n, kk) != null;
+          for (int i = 0; i < 5; i++) {
             k.gemm(pa, ta, lda, pb, tb, ldb, pc, n, m, n, kk, 0, false, 0, 0, stream);
           }
-          cuEventRecord(stop, stream);
-          cuEventSynchronize(stop);
-          cuEventElapsedTime(ms, start, stop);
-          rounds[round] = ms[0] / r;
+          int r = kk >= 4096 && m >= 4096 ? Math.max(5, reps / 5) : reps;
+          double[] rounds = new double[7];
+          for (int round = 0; round < rounds.length; round++) {
+            cuEventRecord(start, stream);
+            for (int i = 0; i < r; i++) {
+              k.gemm(pa, ta, lda, pb, tb, ldb, pc, n, m, n, kk, 0, false, 0, 0, stream);
+            }
+            cuEventRecord(stop, stream);
+            cuEventSynchronize(stop);
+            cuEventElapsedTime(ms, start, stop);
+            rounds[round] = ms[0] / r;
+          }
+          Arrays.sort(rounds);
+          double t = rounds[rounds.length / 2];
+          System.out.printf("%s %-12s %5d %5d %5d %-5s %-5s %9.4f ms %7.2f TFLOP/s %s%n",
+              pass == 0 ? "gemm" : "gemm-wmma", s[0], m, n, kk, ta, tb, t,
+              2.0 * m * n * kk / (t * 1e-3) / 1e12, wgmma ? "wgmma" : "wmma");
         }
-        Arrays.sort(rounds);
-        double t = rounds[rounds.length / 2];
-        System.out.printf("gemm %-12s %5d %5d %5d %-5s %-5s %9.4f ms %7.2f TFLOP/s%n", s[0], m,
-            n, kk, ta, tb, t, 2.0 * m * n * kk / (t * 1e-3) / 1e12);
+        k.setHopperGemm(hopper);
         cuMemFree(a);
         cuMemFree(b);
         cuMemFree(c);

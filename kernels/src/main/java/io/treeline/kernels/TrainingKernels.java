@@ -1,5 +1,6 @@
 package io.treeline.kernels;
 
+import static jcuda.driver.JCudaDriver.cuFuncSetAttribute;
 import static jcuda.driver.JCudaDriver.cuLaunchKernel;
 import static jcuda.driver.JCudaDriver.cuMemAlloc;
 import static jcuda.driver.JCudaDriver.cuMemFree;
@@ -7,6 +8,7 @@ import static jcuda.driver.JCudaDriver.cuMemFree;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUfunction;
+import jcuda.driver.CUfunction_attribute;
 import jcuda.driver.CUstream;
 
 /**
@@ -16,6 +18,12 @@ import jcuda.driver.CUstream;
  * resident uint8 data set. Matrices are row-major f32 at device addresses ({@link
  * DevicePointers}); argument arrays are prepared once, so a launch allocates nothing; one
  * instance per rank thread.
+ *
+ * <p>On compute capability 9.0 the large products run on the wgmma kernels of
+ * {@code gemm_sm90.cuh} (the module's sm_90a cubin): where {@link #hopperGemm()} is on, the
+ * operands are 16-byte aligned with leading dimensions a multiple of 4, the product has at least
+ * {@link #HOPPER_MIN_WORK} multiply-adds and {@link #hopperShape} takes it; every other product
+ * runs on the wmma kernels.
  */
 public final class TrainingKernels implements AutoCloseable {
   /** Output tile of the small GEMM blocks (Small in training.cuh). */
@@ -32,10 +40,38 @@ public final class TrainingKernels implements AutoCloseable {
   /** Threads of the one block of softmax_xent (its shared arrays hold 256). */
   private static final int XENT_THREADS = 256;
   private static final int THREADS = 256;
+  /**
+   * The one switch of the wgmma path: false keeps every product on the wmma kernels, on every
+   * device (it is also off wherever CudaModule has no sm_90a module: not compute capability 9.0).
+   */
+  static final boolean WGMMA = true;
+  /** Rows of R per wgmma block (two warpgroups of 64; sm90::BR). */
+  public static final int HOPPER_BR = 128;
+  private static final int HOPPER_THREADS = 256;
+  private static final int HOPPER_BK = 32;
+  /**
+   * Dynamic shared memory of a wgmma block of BS = 128 / 256 (sm90::Cfg&lt;BS&gt;::SMEM: 6 / 4
+   * stages of a BS x 32 tile of S and a 128 x 32 tile of R).
+   */
+  private static final int HOPPER_SMEM_128 = 6 * (128 * 32 * 4 + 18432) + 1024;
+  private static final int HOPPER_SMEM_256 = 4 * (256 * 32 * 4 + 18432) + 1024;
+  /**
+   * Products of fewer multiply-adds stay on the wmma kernels: the default model's (at most
+   * 25.7 M) are launch-bound, the 20M model's start at 1.6 G.
+   */
+  public static final long HOPPER_MIN_WORK = 1L << 26;
+  /** The transposed B of a TN product on the wgmma path: at most 16 Mi floats. */
+  public static final long TRANSPOSED_MAX_FLOATS = 16L << 20;
 
   private final CUfunction[] big = new CUfunction[4];
   private final CUfunction[] small = new CUfunction[4];
   private final CUfunction splitFinish;
+  /** gemm90_{nt,nn,tt}_{128,256}, null without the sm_90a module. */
+  private final CUfunction[][] hopper;
+  private final CUfunction transpose90;
+  private boolean hopperOn;
+  private CUdeviceptr transposed;
+  private long transposedFloats;
   private final int sms;
   private CUdeviceptr workspace;
   private final CUfunction colSum;
@@ -67,6 +103,20 @@ public final class TrainingKernels implements AutoCloseable {
       Pointer.to(gLdc), Pointer.to(gBias), Pointer.to(gMask), Pointer.to(gLdMask),
       Pointer.to(gRelu), Pointer.to(gW), Pointer.to(gSplits), Pointer.to(gVecA),
       Pointer.to(gVecB));
+  // gemm90_*(A, B, C, M, N, K, lda, ldb, ldc, bias, mask, ldmask, relu, W, splits)
+  private final Pointer gemm90Args = Pointer.to(Pointer.to(gA), Pointer.to(gB), Pointer.to(gC),
+      Pointer.to(gM), Pointer.to(gN), Pointer.to(gK), Pointer.to(gLda), Pointer.to(gLdb),
+      Pointer.to(gLdc), Pointer.to(gBias), Pointer.to(gMask), Pointer.to(gLdMask),
+      Pointer.to(gRelu), Pointer.to(gW), Pointer.to(gSplits));
+  // gemm90_transpose(src, rows, cols, lds, dst, ldd)
+  private final long[] tSrc = new long[1];
+  private final int[] tRows = new int[1];
+  private final int[] tCols = new int[1];
+  private final int[] tLds = new int[1];
+  private final long[] tDst = new long[1];
+  private final int[] tLdd = new int[1];
+  private final Pointer transposeArgs = Pointer.to(Pointer.to(tSrc), Pointer.to(tRows),
+      Pointer.to(tCols), Pointer.to(tLds), Pointer.to(tDst), Pointer.to(tLdd));
   // gemm_splitk_finish(W, splits, M, N, C, ldc, bias, mask, ldmask, relu)
   private final Pointer finishArgs = Pointer.to(Pointer.to(gW), Pointer.to(gSplits),
       Pointer.to(gM), Pointer.to(gN), Pointer.to(gC), Pointer.to(gLdc), Pointer.to(gBias),
@@ -123,11 +173,98 @@ public final class TrainingKernels implements AutoCloseable {
     }
     splitFinish = module.function("gemm_splitk_finish");
     sms = module.smCount();
+    CUfunction[][] h = null;
+    CUfunction t = module.hopperFunction("gemm90_transpose");
+    if (t != null) {
+      String[] kinds = {"nt", "nn", "tt"};
+      h = new CUfunction[3][2];
+      try {
+        for (int i = 0; i < 3; i++) {
+          for (int j = 0; j < 2; j++) {
+            h[i][j] = module.hopperFunction("gemm90_" + kinds[i] + (j == 0 ? "_128" : "_256"));
+            int rc = cuFuncSetAttribute(h[i][j],
+                CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                j == 0 ? HOPPER_SMEM_128 : HOPPER_SMEM_256);
+            if (rc != 0) {
+              throw new IllegalStateException("cuFuncSetAttribute: error " + rc);
+            }
+          }
+        }
+      } catch (RuntimeException e) {
+        h = null; // the shared memory the blocks need is not granted: the wmma kernels only
+        t = null;
+      }
+    }
+    hopper = h;
+    transpose90 = t;
+    hopperOn = WGMMA && h != null;
     colSum = module.function("col_sum");
     xent = module.function("softmax_xent");
     sgd = module.function("sgd_momentum");
     gather = module.function("gather_batch");
     maxBlocks = module.smCount() * 4;
+  }
+
+  /** Whether {@link #gemm} sends the products it can to the wgmma kernels. */
+  public boolean hopperGemm() {
+    return hopperOn;
+  }
+
+  /**
+   * Turns the wgmma path on or off (it stays off where the sm_90a module is not loaded); returns
+   * whether it is on. For comparing the two paths in one process.
+   */
+  public boolean setHopperGemm(boolean on) {
+    hopperOn = WGMMA && on && hopper != null;
+    return hopperOn;
+  }
+
+  /**
+   * How the wgmma kernels run {@code C[m x n] = op(A) op(B)} over {@code k} on {@code sms}
+   * multiprocessors. A block covers 128 rows of R by BS columns of S, where (R, S) is (A, B) for
+   * NT, TT and TN (TN: B transposed first) and (B, A) for NN (C written transposed): BS = 256
+   * where that gives at least a wave of blocks, else 128; K is split when the blocks fill less
+   * than half the multiprocessors (about one block per multiprocessor, each split at least four
+   * 32-deep slices, at most 16, the partial sums within the workspace).
+   *
+   * @return {BS, splits}, or null where the kernels do not take it (k, m or n 0; the transposed B
+   *     of a TN product over {@link #TRANSPOSED_MAX_FLOATS})
+   */
+  public static int[] hopperShape(boolean transA, boolean transB, int m, int n, int k, int sms) {
+    if (k == 0 || m == 0 || n == 0) {
+      return null;
+    }
+    if (transA && !transB && (long) n * ((k + 3) / 4 * 4) > TRANSPOSED_MAX_FLOATS) {
+      return null;
+    }
+    boolean nn = !transA && !transB;
+    long rTiles = ((nn ? n : m) + HOPPER_BR - 1) / HOPPER_BR;
+    int sDim = nn ? m : n;
+    long t256 = rTiles * ((sDim + 255) / 256);
+    int bs = t256 >= sms ? 256 : 128;
+    long blocks = bs == 256 ? t256 : rTiles * ((sDim + 127) / 128);
+    long splits = 1;
+    if (blocks * 2 <= sms) {
+      long slices = (k + HOPPER_BK - 1) / HOPPER_BK;
+      splits = Math.min(Math.min(sms / blocks, MAX_SPLITS), slices / 4);
+      splits = Math.max(1, Math.min(splits, WORKSPACE_FLOATS / ((long) m * n)));
+    }
+    return new int[] {bs, (int) splits};
+  }
+
+  /**
+   * The {BS, splits} of {@link #hopperShape} where {@link #gemm} of these arguments runs on the
+   * wgmma kernels, else null: the path is on, both operands are 16-byte aligned with leading
+   * dimensions a multiple of 4 floats (its copies are 16 bytes), the product has at least
+   * {@link #HOPPER_MIN_WORK} multiply-adds and the shape is one the kernels take.
+   */
+  public int[] hopperPlan(long a, boolean transA, int lda, long b, boolean transB, int ldb,
+      int m, int n, int k) {
+    if (!hopperOn || (a & 15) != 0 || (lda & 3) != 0 || (b & 15) != 0 || (ldb & 3) != 0
+        || (long) m * n * k < HOPPER_MIN_WORK) {
+      return null;
+    }
+    return hopperShape(transA, transB, m, n, k, sms);
   }
 
   /** Blocks of the small GEMM grid along one dimension of {@code extent} rows or columns. */
@@ -172,6 +309,15 @@ public final class TrainingKernels implements AutoCloseable {
     if (m == 0 || n == 0) {
       return;
     }
+    int[] h = hopperPlan(a, transA, lda, b, transB, ldb, m, n, k);
+    if (h != null) {
+      gemm90(h, a, transA, lda, b, transB, ldb, c, ldc, m, n, k, bias, relu, mask, ldmask,
+          stream);
+      return;
+    }
+    // 16-byte copies need 16-byte aligned rows: the base and the leading dimension
+    boolean vecA = (a & 15) == 0 && (lda & 3) == 0;
+    boolean vecB = (b & 15) == 0 && (ldb & 3) == 0;
     int[] how = shape(m, n, k, sms);
     int splits = how[0];
     if (splits > 1 && workspace == null) {
@@ -194,9 +340,8 @@ public final class TrainingKernels implements AutoCloseable {
     gRelu[0] = relu ? 1 : 0;
     gW[0] = splits > 1 ? DevicePointers.address(workspace) : 0;
     gSplits[0] = splits;
-    // 16-byte copies need 16-byte aligned rows: the base and the leading dimension
-    gVecA[0] = (a & 15) == 0 && (lda & 3) == 0 ? 1 : 0;
-    gVecB[0] = (b & 15) == 0 && (ldb & 3) == 0 ? 1 : 0;
+    gVecA[0] = vecA ? 1 : 0;
+    gVecB[0] = vecB ? 1 : 0;
     int layout = (transA ? 1 : 0) + (transB ? 2 : 0);
     if (how[1] == 1) {
       cuLaunchKernel(big[layout], (n + BIG_TILE - 1) / BIG_TILE, (m + BIG_TILE - 1) / BIG_TILE,
@@ -212,12 +357,82 @@ public final class TrainingKernels implements AutoCloseable {
     }
   }
 
-  /** Frees the split-K workspace (the kernels belong to the module). */
+  private void gemm90(int[] h, long a, boolean transA, int lda, long b, boolean transB, int ldb,
+      long c, int ldc, int m, int n, int k, long bias, boolean relu, long mask, int ldmask,
+      CUstream stream) {
+    int bs = h[0];
+    int splits = h[1];
+    if (splits > 1 && workspace == null) {
+      CUdeviceptr w = new CUdeviceptr();
+      cuMemAlloc(w, 4 * WORKSPACE_FLOATS);
+      workspace = w;
+    }
+    if (transA && !transB) { // TN: B [k][n] -> [n][k], then TT
+      int ldt = (k + 3) / 4 * 4;
+      long need = (long) n * ldt;
+      if (need > transposedFloats) {
+        if (transposed != null) {
+          cuMemFree(transposed);
+          transposed = null;
+          transposedFloats = 0;
+        }
+        CUdeviceptr t = new CUdeviceptr();
+        cuMemAlloc(t, 4 * need);
+        transposed = t;
+        transposedFloats = need;
+      }
+      tSrc[0] = b;
+      tRows[0] = k;
+      tCols[0] = n;
+      tLds[0] = ldb;
+      tDst[0] = DevicePointers.address(transposed);
+      tLdd[0] = ldt;
+      cuLaunchKernel(transpose90, (n + 31) / 32, (k + 31) / 32, 1, 32, 8, 1, 0, stream,
+          transposeArgs, null);
+      b = tDst[0];
+      ldb = ldt;
+      transB = true;
+    }
+    gA[0] = a;
+    gB[0] = b;
+    gC[0] = c;
+    gM[0] = m;
+    gN[0] = n;
+    gK[0] = k;
+    gLda[0] = lda;
+    gLdb[0] = ldb;
+    gLdc[0] = ldc;
+    gBias[0] = bias;
+    gMask[0] = mask;
+    gLdMask[0] = ldmask;
+    gRelu[0] = relu ? 1 : 0;
+    gW[0] = splits > 1 ? DevicePointers.address(workspace) : 0;
+    gSplits[0] = splits;
+    boolean nn = !transA && !transB;
+    int kind = !transA && transB ? 0 : nn ? 1 : 2;
+    int rDim = nn ? n : m;
+    int sDim = nn ? m : n;
+    cuLaunchKernel(hopper[kind][bs == 256 ? 1 : 0], (rDim + HOPPER_BR - 1) / HOPPER_BR,
+        (sDim + bs - 1) / bs, splits, HOPPER_THREADS, 1, 1,
+        bs == 256 ? HOPPER_SMEM_256 : HOPPER_SMEM_128, stream, gemm90Args, null);
+    if (splits > 1) {
+      long total = (long) m * n;
+      int blocks = (int) Math.max(1, Math.min(maxBlocks, (total + THREADS - 1) / THREADS));
+      cuLaunchKernel(splitFinish, blocks, 1, 1, THREADS, 1, 1, 0, stream, finishArgs, null);
+    }
+  }
+
+  /** Frees the split-K workspace and the transposed operand (the kernels belong to the module). */
   @Override
   public void close() {
     if (workspace != null) {
       cuMemFree(workspace);
       workspace = null;
+    }
+    if (transposed != null) {
+      cuMemFree(transposed);
+      transposed = null;
+      transposedFloats = 0;
     }
   }
 

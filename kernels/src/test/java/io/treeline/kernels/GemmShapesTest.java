@@ -2,6 +2,7 @@ package io.treeline.kernels;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -70,5 +71,41 @@ class GemmShapesTest {
     int[] wide = TrainingKernels.shape(64, 65536, 100_000, 4096);
     assertEquals(0, wide[1]);
     assertTrue((long) wide[0] * 64 * 65536 <= 4L << 20, "splits " + wide[0]);
+  }
+
+  @Test
+  void theWgmmaPathTakesAWaveOfWideBlocksAndSplitsKOnlyForFewBlocks() {
+    int sms = 132; // an H200
+    // 4096^3 and the 20M model's weight gradient (TN, B transposed first): 32 x 16 blocks of
+    // 128 x 256
+    assertArrayEquals(new int[] {256, 1},
+        TrainingKernels.hopperShape(false, false, 4096, 4096, 4096, sms));
+    assertArrayEquals(new int[] {256, 1},
+        TrainingKernels.hopperShape(true, false, 4096, 4096, 512, sms));
+    // its forward (NN: R = B, 4096 / 128 = 32 by 512 / 128 = 4) and input gradient (NT: R = A,
+    // 4 by 4096 / 128 = 32): 128 blocks of 128 x 128, BS = 256 would leave half the SMs idle
+    assertArrayEquals(new int[] {128, 1},
+        TrainingKernels.hopperShape(false, false, 512, 4096, 4096, sms));
+    assertArrayEquals(new int[] {128, 1},
+        TrainingKernels.hopperShape(false, true, 512, 4096, 4096, sms));
+    assertArrayEquals(new int[] {128, 1},
+        TrainingKernels.hopperShape(false, false, 512, 4096, 784, sms));
+    // first layer's weight gradient: 7 x 32 blocks of 128 x 128
+    assertArrayEquals(new int[] {128, 1},
+        TrainingKernels.hopperShape(true, false, 784, 4096, 512, sms));
+    // two blocks: K = 784 (25 slices) split 6 ways; four blocks over K = 4096: 16 ways
+    assertArrayEquals(new int[] {128, 6},
+        TrainingKernels.hopperShape(false, false, 128, 256, 784, sms));
+    assertArrayEquals(new int[] {128, 16},
+        TrainingKernels.hopperShape(false, false, 512, 10, 4096, sms));
+    // nothing to multiply, or a transposed B over 16 Mi floats: not this path
+    assertNull(TrainingKernels.hopperShape(false, false, 5, 3, 0, sms));
+    assertNull(TrainingKernels.hopperShape(true, false, 64, 65536, 4096, sms));
+    // TT reads B as it is: 1 x 256 blocks of 128 x 256
+    assertArrayEquals(new int[] {256, 1},
+        TrainingKernels.hopperShape(true, true, 64, 65536, 4096, sms));
+    // the partial sums fit the 4 Mi-float workspace
+    int[] wide = TrainingKernels.hopperShape(false, true, 64, 65536, 100_000, 4096);
+    assertTrue((long) wide[1] * 64 * 65536 <= 4L << 20, "splits " + wide[1]);
   }
 }

@@ -182,6 +182,102 @@ class TrainingKernelsTest {
     assertTrue(checked > 100_000, "checked " + checked);
   }
 
+  /**
+   * The wgmma kernels read each f32 input as TF32 by dropping its low 13 mantissa bits
+   * (truncation, as cuBLAS's TF32 mode): relative error below 2^-10 an input, 2^-9 a product.
+   */
+  static double truncatedTf32Tolerance(double magnitude, int k) {
+    return (Math.scalb(1.0, -9) + k * Math.scalb(1.0, -24)) * magnitude + 1e-6;
+  }
+
+  @Test
+  void hopperGemmAtTheModelShapesAndOddTailsMatchesTheFloat64Product() {
+    Assumptions.assumeTrue(k.hopperGemm(), "no wgmma path here: " + module.hopperAbsent());
+    // m, n, k, layout (transA + 2 transB), epilogue (0 none, 1 bias + ReLU, 2 bias + mask):
+    // the 20M model's products (784-4096-4096-10 at batch 512), 4096^3 and odd tails of at
+    // least HOPPER_MIN_WORK multiply-adds (rows, columns and K not multiples of the tiles)
+    int[][] shapes = {{512, 4096, 784, 0, 1}, {512, 4096, 4096, 0, 1}, {4096, 4096, 512, 1, 0},
+        {784, 4096, 512, 1, 0}, {512, 4096, 4096, 2, 2}, {4096, 4096, 4096, 0, 0},
+        {127, 1021, 784, 0, 1}, {127, 1021, 784, 1, 0}, {127, 1021, 784, 2, 2},
+        {127, 1021, 784, 3, 1}, {1021, 1021, 67, 3, 2}, {1031, 1291, 53, 1, 1},
+        {1, 4096, 16411, 0, 1}, {4097, 13, 1261, 2, 0}, {130, 4099, 250, 0, 2}};
+    Random r = new Random(90);
+    int checked = 0;
+    for (int[] s : shapes) {
+      int m = s[0];
+      int n = s[1];
+      int kk = s[2];
+      boolean ta = (s[3] & 1) != 0;
+      boolean tb = (s[3] & 2) != 0;
+      boolean withBias = s[4] != 0;
+      boolean relu = s[4] == 1;
+      boolean masked = s[4] == 2;
+      int lda = (ta ? m : kk + 3) / 4 * 4 + (ta ? 4 : 0); // multiples of 4, wider than a row
+      int ldb = (tb ? kk + 3 : n) / 4 * 4 + (tb ? 0 : 4);
+      int ldc = n + 1;
+      float[] a = random(r, (ta ? kk : m) * lda, 1f);
+      float[] b = random(r, (tb ? n : kk) * ldb, 1f);
+      float[] bias = random(r, n, 1f);
+      float[] mask = new float[masked ? m * n : 0];
+      for (int i = 0; i < mask.length; i++) {
+        mask[i] = r.nextBoolean() ? 1f : 0f;
+      }
+      long da = up(a);
+      long db = up(b);
+      assertTrue(k.hopperPlan(da, ta, lda, db, tb, ldb, m, n, kk) != null,
+          m + "x" + n + "x" + kk + " on the wgmma path");
+      long dc = up(new float[m * ldc]);
+      long dbias = withBias ? up(bias) : 0;
+      long dmask = masked ? up(mask) : 0;
+      k.gemm(da, ta, lda, db, tb, ldb, dc, ldc, m, n, kk, dbias, relu, dmask, n, null);
+      float[] c = down(dc, m * ldc);
+      // the same launch again gives the same bits (no atomics, a fixed order)
+      long dc2 = up(new float[m * ldc]);
+      k.gemm(da, ta, lda, db, tb, ldb, dc2, ldc, m, n, kk, dbias, relu, dmask, n, null);
+      float[] c2 = down(dc2, m * ldc);
+      // every element where the product is small, else 3000 sampled with the edges
+      boolean all = (long) m * n * kk <= 80_000_000L;
+      int samples = all ? m * n : 3000;
+      for (int q = 0; q < samples; q++) {
+        int i;
+        int j;
+        if (all) {
+          i = q / n;
+          j = q % n;
+        } else {
+          i = q < 100 ? m - 1 - q % Math.min(m, 4) : r.nextInt(m);
+          j = q >= 100 && q < 200 ? n - 1 - q % Math.min(n, 4) : r.nextInt(n);
+        }
+        double ref = withBias ? bias[j] : 0;
+        double mag = Math.abs(ref);
+        for (int p = 0; p < kk; p++) {
+          double av = ta ? a[p * lda + i] : a[i * lda + p];
+          double bv = tb ? b[j * ldb + p] : b[p * ldb + j];
+          ref += av * bv;
+          mag += Math.abs(av * bv);
+        }
+        if (relu) {
+          ref = Math.max(ref, 0);
+        }
+        if (masked && !(mask[i * n + j] > 0f)) {
+          ref = 0;
+        }
+        double got = c[i * ldc + j];
+        if (!(Math.abs(got - ref) <= truncatedTf32Tolerance(mag, kk))) {
+          fail("C[" + i + "," + j + "] of " + m + "x" + n + "x" + kk + " transA " + ta
+              + " transB " + tb + " on the wgmma path: " + got + " vs " + ref);
+        }
+        if (Float.floatToRawIntBits(c[i * ldc + j]) != Float.floatToRawIntBits(c2[i * ldc + j])) {
+          fail("C[" + i + "," + j + "] of " + m + "x" + n + "x" + kk + " differs between two "
+              + "launches: " + c[i * ldc + j] + " vs " + c2[i * ldc + j]);
+        }
+        checked++;
+      }
+      free();
+    }
+    assertTrue(checked > 100_000, "checked " + checked);
+  }
+
   @Test
   void columnSumsMatchTheFloat64Sums() {
     Random r = new Random(3);
