@@ -104,7 +104,7 @@ static Plan90 plan90(bool ta, bool tb, int m, int n, int k) {
   long long r = (p.rdim + 127) / 128;
   long long t256 = r * ((p.sdim + 255) / 256);
   long long t128 = r * ((p.sdim + 127) / 128);
-  p.bs = t256 >= g_sms ? 256 : 128;
+  p.bs = t256 >= g_sms && k >= 1024 ? 256 : 128; // TrainingKernels.HOPPER_WIDE_MIN_K
   long long blocks = p.bs == 256 ? t256 : t128;
   long long tilesK = (k + 31) / 32;
   long long s = 1;

@@ -49,6 +49,8 @@ public final class TrainingKernels implements AutoCloseable {
   public static final int HOPPER_BR = 128;
   private static final int HOPPER_THREADS = 256;
   private static final int HOPPER_BK = 32;
+  /** Shortest K for which the 256-wide wgmma block beats the 128-wide one (measured). */
+  static final int HOPPER_WIDE_MIN_K = 1024;
   /**
    * Dynamic shared memory of a wgmma block of BS = 128 / 256 (sm90::Cfg&lt;BS&gt;::SMEM: 6 / 4
    * stages of a BS x 32 tile of S and a 128 x 32 tile of R).
@@ -241,7 +243,9 @@ public final class TrainingKernels implements AutoCloseable {
     long rTiles = ((nn ? n : m) + HOPPER_BR - 1) / HOPPER_BR;
     int sDim = nn ? m : n;
     long t256 = rTiles * ((sDim + 255) / 256);
-    int bs = t256 >= sms ? 256 : 128;
+    // the wide block only for a full wave and a long K: at 4096 x 4096 x 512 the 128-wide block
+    // ran 0.183 ms against 0.243 (H200, gemm_check, 2026-12-03); at K = 4096 the wide one won
+    int bs = t256 >= sms && k >= HOPPER_WIDE_MIN_K ? 256 : 128;
     long blocks = bs == 256 ? t256 : rTiles * ((sDim + 127) / 128);
     long splits = 1;
     if (blocks * 2 <= sms) {
