@@ -120,7 +120,7 @@ public final class HostCommunicator implements Communicator {
     this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier,
         watch, ReduceThreads.forNode(topology.localSize(topology.node(planRank))));
     this.planConfig = config.plan().peerChunkBytes() > 0 ? config.plan()
-        : config.plan().withPeerChunkBytes(PlanConfig.HOST_PEER_CHUNK_BYTES);
+        : config.plan().withPeerChunkBytes(PlanConfig.hostPeerChunkBytes());
     this.worker = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "treeline-comm-" + bootstrap.rank());
       t.setDaemon(true);

@@ -19,6 +19,15 @@ public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes) {
    */
   public static final long HOST_PEER_CHUNK_BYTES = 1024 * 1024;
 
+  /**
+   * The pipelining unit the host communicator uses: {@link #HOST_PEER_CHUNK_BYTES}, or the
+   * system property {@code treeline.peerChunkBytes} (0: whole phases), which measurements of
+   * the effect set.
+   */
+  public static long hostPeerChunkBytes() {
+    return Math.max(0, Long.getLong("treeline.peerChunkBytes", HOST_PEER_CHUNK_BYTES));
+  }
+
   /** Whole intra-node phases ({@code peerChunkBytes} 0). */
   public PlanConfig(long chunkBytes, int alignBytes) {
     this(chunkBytes, alignBytes, 0);
