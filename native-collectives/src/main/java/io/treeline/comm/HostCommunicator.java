@@ -117,10 +117,11 @@ public final class HostCommunicator implements Communicator {
     this.network = network;
     this.ownInput = memory.buffer(planRank, Buf.INPUT);
     this.ownOutput = memory.buffer(planRank, Buf.OUTPUT);
+    int local = topology.localSize(topology.node(planRank));
     this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier,
-        watch, ReduceThreads.forNode(topology.localSize(topology.node(planRank))));
+        watch, ReduceThreads.forNode(local));
     this.planConfig = config.plan().peerChunkBytes() > 0 ? config.plan()
-        : config.plan().withPeerChunkBytes(PlanConfig.hostPeerChunkBytes());
+        : config.plan().withPeerChunkBytes(PlanConfig.hostPeerChunkBytes(local));
     this.worker = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "treeline-comm-" + bootstrap.rank());
       t.setDaemon(true);

@@ -20,12 +20,16 @@ public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes) {
   public static final long HOST_PEER_CHUNK_BYTES = 1024 * 1024;
 
   /**
-   * The pipelining unit the host communicator uses: {@link #HOST_PEER_CHUNK_BYTES}, or the
-   * system property {@code treeline.peerChunkBytes} (0: whole phases), which measurements of
-   * the effect set.
+   * The pipelining unit the host communicator uses when {@code localRanks} ranks share this
+   * machine: {@link #HOST_PEER_CHUNK_BYTES} when they fit its cores, else 0 (whole phases: a
+   * rank that waits for a descheduled peer yields its core for a scheduler slice, and each
+   * chunk adds a wait per peer). The system property {@code treeline.peerChunkBytes} overrides
+   * it (0: whole phases), for measuring the effect.
    */
-  public static long hostPeerChunkBytes() {
-    return Math.max(0, Long.getLong("treeline.peerChunkBytes", HOST_PEER_CHUNK_BYTES));
+  public static long hostPeerChunkBytes(int localRanks) {
+    long fits = localRanks <= Runtime.getRuntime().availableProcessors() ? HOST_PEER_CHUNK_BYTES
+        : 0;
+    return Math.max(0, Long.getLong("treeline.peerChunkBytes", fits));
   }
 
   /** Whole intra-node phases ({@code peerChunkBytes} 0). */

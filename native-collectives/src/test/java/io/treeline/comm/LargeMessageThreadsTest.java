@@ -26,17 +26,25 @@ class LargeMessageThreadsTest {
 
   @Test
   void pipelinedTwoShotAndHierarchicalWithReduceThreadsMatchTheReference() {
-    String before = System.getProperty("treeline.reduceThreads");
+    // what a node with idle cores gets, forced here where the cores are few
+    String threads = System.getProperty("treeline.reduceThreads");
+    String chunks = System.getProperty("treeline.peerChunkBytes");
     System.setProperty("treeline.reduceThreads", "3");
+    System.setProperty("treeline.peerChunkBytes", Long.toString(PlanConfig.HOST_PEER_CHUNK_BYTES));
     try {
       run(new int[] {3}, Algorithm.TWOSHOT);
       run(new int[] {2, 2}, Algorithm.HIERARCHICAL);
     } finally {
-      if (before == null) {
-        System.clearProperty("treeline.reduceThreads");
-      } else {
-        System.setProperty("treeline.reduceThreads", before);
-      }
+      restore("treeline.reduceThreads", threads);
+      restore("treeline.peerChunkBytes", chunks);
+    }
+  }
+
+  private static void restore(String key, String value) {
+    if (value == null) {
+      System.clearProperty(key);
+    } else {
+      System.setProperty(key, value);
     }
   }
 
@@ -52,7 +60,7 @@ class LargeMessageThreadsTest {
     ReduceOp[] ops = {ReduceOp.SUM, ReduceOp.AVG, ReduceOp.MAX, ReduceOp.AVG};
     CommConfig cfg = CommConfig.DEFAULT.withTimeout(TIMEOUT).withSegmentBytes(32 << 20);
     assertTrue(TwoShot.chunks(3, DataType.F32, sizes[0], PlanConfig.DEFAULT
-        .withPeerChunkBytes(PlanConfig.hostPeerChunkBytes())) > 1, "the case must pipeline");
+        .withPeerChunkBytes(PlanConfig.hostPeerChunkBytes(3))) > 1, "the case must pipeline");
     Random rnd = new Random(29);
     double[][][] in = new double[sizes.length][ranks][];
     for (int c = 0; c < sizes.length; c++) {

@@ -6,6 +6,7 @@ import io.treeline.comm.HostCommunicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.launch.ProcessLauncher;
+import io.treeline.plan.PlanConfig;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
@@ -26,7 +27,9 @@ import java.util.Map;
  *   java -cp ... io.treeline.examples.bench.PeerBench RANKS DTYPE MIN MAX FACTOR [WARMUP]
  * </pre>
  * RANKS is a rank count (one node) or {@code NxG}: N simulated nodes of G ranks, all on this
- * host (the rows then name the system {@code treeline-NxG}).
+ * host (the rows then name the system {@code treeline-NxG}). The system property
+ * {@code peers.chunkBytes} (ranks inherit it through {@code JAVA_TOOL_OPTIONS}) sets the tree
+ * plans' chunk, for tuning across nodes.
  * WARMUP untimed calls per size (default {@link #warmups}: a JVM needs a few thousand calls
  * before C2 has compiled the whole path, the Vector API's kernels included; the peers get the
  * same number).
@@ -68,7 +71,8 @@ public final class PeerBench {
     int warmup = args.length > 5 ? Integer.parseInt(args[5]) : -1; // -1: warmups(bytes)
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120));
         HostCommunicator comm = HostCommunicator.create(boot, CommConfig.DEFAULT
-            .withTimeout(Duration.ofSeconds(120)))) {
+            .withTimeout(Duration.ofSeconds(120)).withPlan(PlanConfig.DEFAULT.withChunkBytes(
+                Long.getLong("peers.chunkBytes", PlanConfig.DEFAULT.chunkBytes()))))) {
       int rank = comm.rank();
       int n = comm.size();
       String system = args[0].contains("x") ? "treeline-" + args[0] : "treeline";
