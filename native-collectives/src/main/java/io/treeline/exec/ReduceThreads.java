@@ -32,6 +32,8 @@ public final class ReduceThreads implements AutoCloseable {
   public static final long SPIN_NANOS = 50_000;
   /** The most threads (the caller included) one rank uses. */
   public static final int MAX_THREADS = 8;
+  /** How long {@link #close()} waits for the helpers in all. */
+  public static final long CLOSE_WAIT_MILLIS = 10_000;
 
   private final int rank;
   private final Reducer reducer;
@@ -183,16 +185,22 @@ public final class ReduceThreads implements AutoCloseable {
     }
   }
 
-  /** Stops the helpers (each finishes the part it runs); safe twice. */
+  /**
+   * Stops the helpers, each after the part it runs (a part is a bounded copy or reduce of
+   * registered memory, so this waits up to {@link #CLOSE_WAIT_MILLIS} for them before the
+   * caller unmaps that memory); safe twice.
+   */
   @Override
   public void close() {
     for (Helper h : helpers) {
       h.closed = true;
       LockSupport.unpark(h.thread);
     }
+    long until = System.nanoTime() + CLOSE_WAIT_MILLIS * 1_000_000L;
     for (Helper h : helpers) {
+      long left = (until - System.nanoTime()) / 1_000_000L;
       try {
-        h.thread.join(1000);
+        h.thread.join(Math.max(1, left));
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return;
