@@ -62,6 +62,12 @@ public final class ReduceThreads implements AutoCloseable {
    * @param reducer the caller's reducer (part 0)
    */
   public ReduceThreads(int rank, int threads, int maxInputs, Reducer reducer) {
+    this(rank, threads, maxInputs, reducer, Reducer::create);
+  }
+
+  /** @param helperReducers makes each helper's own reducer */
+  public ReduceThreads(int rank, int threads, int maxInputs, Reducer reducer,
+      java.util.function.Supplier<Reducer> helperReducers) {
     if (threads < 1 || threads > MAX_THREADS) {
       throw new IllegalArgumentException("reduce threads must be 1.." + MAX_THREADS + ", got "
           + threads);
@@ -71,7 +77,7 @@ public final class ReduceThreads implements AutoCloseable {
     this.helpers = new Helper[threads - 1];
     this.ownOffsets = new long[maxInputs];
     for (int i = 0; i < helpers.length; i++) {
-      helpers[i] = new Helper(maxInputs, Reducer.create());
+      helpers[i] = new Helper(maxInputs, helperReducers.get());
       Thread t = new Thread(helpers[i], "treeline-reduce-" + rank + "-" + (i + 1));
       t.setDaemon(true);
       helpers[i].thread = t;

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
+import io.treeline.reduce.HostReducer;
 import io.treeline.reduce.Reducer;
 import io.treeline.testing.Elements;
 import java.nio.ByteBuffer;
@@ -29,14 +30,12 @@ class ReduceThreadsTest {
   @Test
   void sharedReducesGiveTheBitsOfOneThreadAndMatchTheFloat64Reference() {
     Random rnd = new Random(11);
-    Reducer one = Reducer.create();
-    try (ReduceThreads threads = new ReduceThreads(0, 4, 8, Reducer.create())) {
-      // bf16 is left to LargeMessageThreadsTest (through the communicator): these multi-MiB
-      // bf16 reduces from four threads leave VectorReducer's bf16 kernels allocating in this
-      // JVM afterwards (VectorReducerTest.theHotPathAllocatesNothing then fails when it runs
-      // in the same fork, reproducibly at load 0.1), a JIT effect of the reducer, not of
-      // these threads; see docs/BENCHMARKS.md, "Large messages"
-      for (DataType t : new DataType[] {DataType.F32, DataType.F64,
+    Reducer one = new HostReducer();
+    try (ReduceThreads threads = new ReduceThreads(0, 4, 8, new HostReducer(), HostReducer::new)) {
+      // the scalar reducer: the split is what is tested here, and heavy multi-threaded use of
+      // VectorReducer's kernels leaves them allocating for VectorReducerTest later in the fork
+      // (a JIT effect of the reducer; docs/BENCHMARKS.md, "Large messages")
+      for (DataType t : new DataType[] {DataType.F32, DataType.BF16, DataType.F64,
           DataType.I32}) {
         for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG, ReduceOp.MAX}) {
           for (long count : sizes(t)) {
@@ -92,7 +91,7 @@ class ReduceThreadsTest {
   @Test
   void sharedCopiesMoveEveryByteBetweenOffsetsOfTheirOwn() {
     Random rnd = new Random(5);
-    try (ReduceThreads threads = new ReduceThreads(0, 3, 4, Reducer.create())) {
+    try (ReduceThreads threads = new ReduceThreads(0, 3, 4, new HostReducer(), HostReducer::new)) {
       for (long count : sizes(DataType.F32)) {
         ByteBuffer src = Elements.direct(count + 5, DataType.F32);
         ByteBuffer dst = Elements.direct(count + 9, DataType.F32);
@@ -113,7 +112,7 @@ class ReduceThreadsTest {
   @Test
   void helpersParkBetweenCallsAndStopOnClose() throws InterruptedException {
     List<Thread> before = helpers();
-    ReduceThreads threads = new ReduceThreads(7, 3, 4, Reducer.create());
+    ReduceThreads threads = new ReduceThreads(7, 3, 4, new HostReducer(), HostReducer::new);
     ByteBuffer a = Elements.direct(1 << 20, DataType.F32);
     ByteBuffer b = Elements.direct(1 << 20, DataType.F32);
     threads.copy(DataType.F32, a, 0, b, 0, 1 << 20, System.nanoTime() + TIMEOUT.toNanos(),
@@ -138,7 +137,7 @@ class ReduceThreadsTest {
 
   @Test
   void aFailingPartIsThrownOnTheCallersThread() {
-    try (ReduceThreads threads = new ReduceThreads(0, 4, 4, Reducer.create())) {
+    try (ReduceThreads threads = new ReduceThreads(0, 4, 4, new HostReducer(), HostReducer::new)) {
       long count = 4 * ReduceThreads.MIN_PART_BYTES / 4;
       ByteBuffer[] src = {Elements.direct(count, DataType.F32),
           Elements.direct(count / 2, DataType.F32)}; // too short: a helper's part overruns it
@@ -147,7 +146,7 @@ class ReduceThreadsTest {
           ReduceOp.SUM, src, 0, 2, out, count, true, 2, System.nanoTime() + TIMEOUT.toNanos(),
           TIMEOUT));
       // and the threads still work afterwards
-      check(new Random(1), Reducer.create(), threads, DataType.F32, ReduceOp.SUM, 3 * count + 1,
+      check(new Random(1), new HostReducer(), threads, DataType.F32, ReduceOp.SUM, 3 * count + 1,
           2);
     }
   }
