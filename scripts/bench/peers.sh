@@ -7,7 +7,16 @@
 # line per system; Treeline/peer ratio panel) and prints the ratios.
 #
 #   scripts/bench/peers.sh [--ranks "2 4"] [--min 8] [--max 268435456] [--factor 4]
-#                          [--types "f32 bf16"] [--out out/peers] [--no-install]
+#                          [--types "f32 bf16"] [--sim "2x4"] [--no-spark]
+#                          [--out out/peers] [--no-install]
+#
+# --sim "NxG ...": Treeline also on N simulated nodes of G ranks (shared memory inside a node,
+# TCP on loopback between them: all on this host, so the "network" is loopback), rows
+# "treeline-NxG", against Open MPI's and Gloo's N*G ranks (run too when N*G is not in --ranks).
+# Spark's treeAggregate (examples/bench/TreeAggregateBench: local[K], K partitions, f32) runs at
+# every size of the sweep from 1 KiB to 64 MiB for each K of --ranks, where Spark's jars are on
+# the classpath (this build: yes; the GPU machine's carry: no, skipped with a message);
+# --no-spark skips it.
 #
 # Installs what is missing from Debian (as root): openmpi-bin, python3-mpi4py, python3-numpy,
 # python3-torch (Debian's 1.13 has Gloo; its Gloo has no bf16). A peer that cannot be had is
@@ -21,6 +30,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 ranks="2 4"; min=8; max=268435456; factor=4; types="f32 bf16"; out=out/peers; install=1; plot=""
+sim=""; spark=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --ranks) ranks="$2"; shift 2 ;;
@@ -30,8 +40,10 @@ while [ $# -gt 0 ]; do
     --types) types="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --no-install) install=0; shift ;;
+    --sim) sim="$2"; shift 2 ;;
+    --no-spark) spark=0; shift ;;
     --plot) plot="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -96,17 +108,58 @@ fi
 mpirun_args=(${MPIRUN_ARGS:-})
 [ "$(id -u)" = 0 ] && mpirun_args+=(--allow-run-as-root)
 
+if [ "$spark" = 1 ] && ! printf '%s' "$CP" | grep -q 'spark-core'; then
+  echo "peers.sh: no Spark on this classpath (the carried runtime has none); treeAggregate" \
+    "skipped" >&2
+  spark=0
+fi
+# Spark's module flags on Java 17, as ./treeline passes them
+spark_opens=(-XX:+IgnoreUnrecognizedVMOptions -Dio.netty.tryReflectionSetAccessible=true
+  --add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED)
+for p in java.lang java.lang.invoke java.lang.reflect java.io java.net java.nio java.util \
+  java.util.concurrent java.util.concurrent.atomic jdk.internal.ref sun.nio.ch sun.nio.cs \
+  sun.security.action sun.util.calendar; do
+  spark_opens+=("--add-opens=java.base/$p=ALL-UNNAMED")
+done
+spark_min=$min # the first size of the sweep from 1 KiB, so the sizes match the others'
+while [ "$spark_min" -lt 1024 ]; do spark_min=$((spark_min * factor)); done
+spark_max=$((max < 67108864 ? max : 67108864))
+
 # ---- one run ----------------------------------------------------------------------------------
 mkdir -p "$out"
 csv="$out/peers.csv"
 echo "system,dtype,ranks,bytes,iters,median_us,p99_us,wrong" > "$csv"
-echo "# peers.sh: ranks $ranks, types $types, $min..$max bytes x$factor, $(nproc) cores," \
-  "$(date -u +%Y-%m-%dT%H:%M:%SZ); MPI: ${MPI_PYTHON:-none}, Gloo: ${GLOO_PYTHON:-none}"
-for k in $ranks; do
+echo "# peers.sh: ranks $ranks, simulated nodes ${sim:-none}, types $types, $min..$max bytes" \
+  "x$factor, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
+  "$(date -u +%Y-%m-%dT%H:%M:%SZ); MPI: ${MPI_PYTHON:-none}, Gloo: ${GLOO_PYTHON:-none}," \
+  "Spark: $([ "$spark" = 1 ] && echo treeAggregate || echo none)"
+# the peers' rank counts: --ranks, and N*G of every --sim shape
+peer_ranks="$ranks"
+for shape in $sim; do
+  n=$((${shape%x*} * ${shape#*x}))
+  case " $peer_ranks " in *" $n "*) ;; *) peer_ranks="$peer_ranks $n" ;; esac
+done
+for k in $peer_ranks; do
   for t in $types; do
-    echo "# treeline, $k ranks, $t" >&2
-    java_run io.treeline.examples.bench.PeerBench "$k" "$t" "$min" "$max" "$factor" 2>&1 \
-      | grep -o 'treeline,.*' | tee -a "$csv"
+    case " $ranks " in
+      *" $k "*)
+        echo "# treeline, $k ranks, $t" >&2
+        java_run io.treeline.examples.bench.PeerBench "$k" "$t" "$min" "$max" "$factor" 2>&1 \
+          | grep -o 'treeline,.*' | tee -a "$csv" ;;
+    esac
+    for shape in $sim; do
+      if [ $((${shape%x*} * ${shape#*x})) = "$k" ]; then
+        echo "# treeline, $shape simulated nodes x ranks, $t" >&2
+        java_run io.treeline.examples.bench.PeerBench "$shape" "$t" "$min" "$max" "$factor" \
+          2>&1 | grep -o 'treeline-.*' | tee -a "$csv"
+      fi
+    done
+    if [ "$spark" = 1 ] && [ "$t" = f32 ] && [ "$spark_min" -le "$spark_max" ]; then
+      echo "# spark treeAggregate, local[$k], $t" >&2
+      java_run "${spark_opens[@]}" io.treeline.examples.bench.TreeAggregateBench "$k" \
+        "$spark_min" "$spark_max" "$factor" 2>&1 | grep '^spark,' | tee -a "$csv" \
+        || echo "peers.sh: treeAggregate failed at $k" >&2
+    fi
     if [ -n "$MPI_PYTHON" ] && [ "$t" = f32 ]; then
       echo "# mpi, $k ranks, $t" >&2
       OMP_NUM_THREADS=1 mpirun "${mpirun_args[@]}" --oversubscribe -n "$k" "$MPI_PYTHON" \

@@ -15,9 +15,11 @@ import io.treeline.exec.FaultInjection;
 import io.treeline.exec.NetworkLink;
 import io.treeline.exec.PeerWatch;
 import io.treeline.exec.PlanRunner;
+import io.treeline.exec.ReduceThreads;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.Buf;
 import io.treeline.plan.Plan;
+import io.treeline.plan.PlanConfig;
 import io.treeline.plan.Ring;
 import io.treeline.plan.Slices;
 import io.treeline.plan.Topology;
@@ -82,6 +84,8 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   private final ByteBuffer ownOutput;
   private final ExecutorService worker;
   private final PlanRunner runner;
+  /** The configured plan knobs, two-shot pipelined in chunks (issue 15). */
+  private final PlanConfig planConfig;
   private final Reducer copier = Reducer.create();
   /** Asynchronous collectives submitted and not finished; blocking ones run inline at 0. */
   private final java.util.concurrent.atomic.AtomicInteger queued =
@@ -106,8 +110,11 @@ public final class HostCommunicator extends TypedForms implements Communicator {
     this.network = network;
     this.ownInput = memory.buffer(planRank, Buf.INPUT);
     this.ownOutput = memory.buffer(planRank, Buf.OUTPUT);
+    int local = topology.localSize(topology.node(planRank));
     this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier,
-        watch);
+        watch, ReduceThreads.forNode(local));
+    this.planConfig = config.plan().peerChunkBytes() > 0 ? config.plan()
+        : config.plan().withPeerChunkBytes(PlanConfig.hostPeerChunkBytes(local));
     this.state = new CallState(rank, rank, "collective", reason -> {
       CommStats.failed();
       memory.abort(reason);
@@ -442,7 +449,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
     return () -> windowed(in, out, count, type, (c) -> {
       Algorithm a = algorithm != null ? algorithm : algorithm(c * type.size());
       return plan("ar-" + a.id(), c, type, -1, () -> a.allReduce(topology, type, c,
-          config.plan()));
+          planConfig));
     }, op);
   }
 
@@ -580,7 +587,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
     return submit("allreduce", 1, () -> {
       Algorithm a = algorithm(count * type.size());
       Plan p = plan("ar-" + a.id(), count, type, -1, () -> a.allReduce(topology, type, count,
-          config.plan()));
+          planConfig));
       long t0 = System.nanoTime();
       runner.run(p, ++sequence, w.base(), op, config.timeout());
       CommStats.record(p.algorithm(), p.bytes(), System.nanoTime() - t0);
@@ -827,7 +834,8 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       return;
     }
     if (src instanceof ByteBuffer b) {
-      copier.copy(type, op, b, from * type.size(), ownInput, to * type.size(), n, false, 1);
+      runner.copy(type, b, from * type.size(), ownInput, to * type.size(), n,
+          config.timeout());
     } else {
       TypedViews.copy(segment().in(type), (int) to, src, (int) from, (int) n);
     }
@@ -839,7 +847,8 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       return;
     }
     if (dst instanceof ByteBuffer b) {
-      copier.copy(type, op, ownOutput, from * type.size(), b, to * type.size(), n, false, 1);
+      runner.copy(type, ownOutput, from * type.size(), b, to * type.size(), n,
+          config.timeout());
     } else {
       TypedViews.copy(dst, (int) to, segment().out(type), (int) from, (int) n);
     }
@@ -892,6 +901,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
           + "stop; leaving its shared memory mapped");
       return;
     }
+    runner.close();
     memory.close();
   }
 }

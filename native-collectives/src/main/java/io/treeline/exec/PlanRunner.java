@@ -1,5 +1,6 @@
 package io.treeline.exec;
 
+import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.plan.Buf;
 import io.treeline.plan.Plan;
@@ -24,17 +25,17 @@ import java.util.List;
  * <p>Flags carry {@code sequence * PHASES + phase}, so that they only grow across the
  * collectives of a communicator and a late peer can never be mistaken for an early one.
  */
-public final class PlanRunner {
+public final class PlanRunner implements AutoCloseable {
   /** Phases a plan may use per collective (Step.Signal phases 1..PHASES-1). */
-  public static final int PHASES = 8;
+  public static final int PHASES = Step.MAX_PHASE + 1;
 
   private final HostPeerMemory memory;
   private final NetworkLink network;
   private final int rank;
   private final Reducer reducer;
   private final ByteBuffer[] peerBufs;
-  private final long[] peerOffsets;
   private final PeerWatch watch;
+  private final ReduceThreads threads;
   private final java.util.IdentityHashMap<Plan, String[]> phases =
       new java.util.IdentityHashMap<>();
 
@@ -54,17 +55,49 @@ public final class PlanRunner {
    */
   public PlanRunner(HostPeerMemory memory, NetworkLink network, int rank, int maxLocalRanks,
       Reducer reducer, PeerWatch watch) {
+    this(memory, network, rank, maxLocalRanks, reducer, watch, 1);
+  }
+
+  /**
+   * @param reduceThreads threads for this rank's large peer-memory reduces and copies, its own
+   *     included (1: all on the calling thread; see {@link ReduceThreads#forNode}); helpers are
+   *     stopped by {@link #close()}
+   */
+  public PlanRunner(HostPeerMemory memory, NetworkLink network, int rank, int maxLocalRanks,
+      Reducer reducer, PeerWatch watch, int reduceThreads) {
+    this.threads = new ReduceThreads(rank, reduceThreads, Math.max(1, maxLocalRanks), reducer);
     this.watch = watch;
     this.memory = memory;
     this.network = network;
     this.rank = rank;
     this.reducer = reducer;
     this.peerBufs = new ByteBuffer[maxLocalRanks];
-    this.peerOffsets = new long[maxLocalRanks];
   }
 
   public int rank() {
     return rank;
+  }
+
+  /** Threads this rank's large reduces and copies use, its own included. */
+  public int reduceThreads() {
+    return threads.threads();
+  }
+
+  /**
+   * {@code dst = src} over {@code count} elements of {@code type} at the byte offsets given,
+   * shared among the reduce threads when large: the copy into and out of the registered buffers
+   * around {@link #run}. Call it on the thread that calls {@link #run}.
+   */
+  public void copy(DataType type, ByteBuffer src, long srcOffset, ByteBuffer dst,
+      long dstOffset, long count, Duration timeout) {
+    threads.copy(type, src, srcOffset, dst, dstOffset, count,
+        System.nanoTime() + timeout.toNanos(), timeout);
+  }
+
+  /** Stops the reduce threads; safe twice. */
+  @Override
+  public void close() {
+    threads.close();
   }
 
   /**
@@ -108,7 +141,10 @@ public final class PlanRunner {
         reducer.copy(plan.type(), op, msg, 0, output, off, s.count(), false, divisor);
         network.release(x.peer(), x.lane(), deadline, phase[NETWORK]);
       } else if (s instanceof Step.Copy x) {
-        reducer.copy(plan.type(), op, input, off, output, off, s.count(), x.finish(), divisor);
+        peerBufs[0] = input;
+        threads.reduce(plan.type(), op, peerBufs, off, 1, output, s.count(), x.finish(),
+            divisor, deadline, timeout);
+        peerBufs[0] = null;
       } else if (s instanceof Step.Signal x) {
         memory.signal(flagBase + x.phase());
       } else if (s instanceof Step.Wait x) {
@@ -117,14 +153,15 @@ public final class PlanRunner {
         int[] peers = x.peers();
         for (int k = 0; k < peers.length; k++) {
           peerBufs[k] = memory.buffer(peers[k], x.buf());
-          peerOffsets[k] = off;
         }
-        reducer.reduce(plan.type(), op, peerBufs, peerOffsets, peers.length, output, off,
-            s.count(), x.finish(), divisor);
+        threads.reduce(plan.type(), op, peerBufs, off, peers.length, output, s.count(),
+            x.finish(), divisor, deadline, timeout);
         java.util.Arrays.fill(peerBufs, 0, peers.length, null);
       } else if (s instanceof Step.CopyFrom x) {
-        reducer.copy(plan.type(), op, memory.buffer(x.peer(), x.buf()), off, output, off,
-            s.count(), false, divisor);
+        peerBufs[0] = memory.buffer(x.peer(), x.buf());
+        threads.reduce(plan.type(), op, peerBufs, off, 1, output, s.count(), false, divisor,
+            deadline, timeout);
+        peerBufs[0] = null;
       } else {
         throw new IllegalArgumentException("rank " + rank + ": " + plan.algorithm() + " has "
             + s + ", a step of staged plans, which only the GPU path runs");

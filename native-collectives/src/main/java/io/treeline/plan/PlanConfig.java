@@ -3,11 +3,39 @@ package io.treeline.plan;
 /**
  * Knobs that shape a plan. {@code chunkBytes}: the pipelining unit of tree and ring plans (a
  * message larger than that moves as several chunks in flight at once). {@code alignBytes}:
- * slice and chunk boundaries fall on multiples of it.
+ * slice and chunk boundaries fall on multiples of it. {@code peerChunkBytes}: when positive,
+ * {@link TwoShot}'s reduce-scatter and all-gather are pipelined in chunks of about that many
+ * bytes per slice (at most {@link TwoShot#MAX_CHUNKS}), so that peers copy a reduced chunk
+ * while its owner reduces the next; 0 keeps the two phases whole (one barrier between them,
+ * what the GPU path runs).
  */
-public record PlanConfig(long chunkBytes, int alignBytes) {
+public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes) {
   /** 512 KiB chunks (NCCL's Simple protocol uses 512 KiB-1 MiB per step) and 64-byte alignment. */
   public static final PlanConfig DEFAULT = new PlanConfig(512 * 1024, 64);
+
+  /**
+   * The host's two-shot pipelining unit: 1 MiB per slice chunk. Measured against whole phases
+   * (docs/BENCHMARKS.md, "Pipelined two-shot").
+   */
+  public static final long HOST_PEER_CHUNK_BYTES = 1024 * 1024;
+
+  /**
+   * The pipelining unit the host communicator uses when {@code localRanks} ranks share this
+   * machine: {@link #HOST_PEER_CHUNK_BYTES} when they fit its cores, else 0 (whole phases: a
+   * rank that waits for a descheduled peer yields its core for a scheduler slice, and each
+   * chunk adds a wait per peer). The system property {@code treeline.peerChunkBytes} overrides
+   * it (0: whole phases), for measuring the effect.
+   */
+  public static long hostPeerChunkBytes(int localRanks) {
+    long fits = localRanks <= Runtime.getRuntime().availableProcessors() ? HOST_PEER_CHUNK_BYTES
+        : 0;
+    return Math.max(0, Long.getLong("treeline.peerChunkBytes", fits));
+  }
+
+  /** Whole intra-node phases ({@code peerChunkBytes} 0). */
+  public PlanConfig(long chunkBytes, int alignBytes) {
+    this(chunkBytes, alignBytes, 0);
+  }
 
   public PlanConfig {
     if (alignBytes < 1 || Integer.bitCount(alignBytes) != 1) {
@@ -17,10 +45,19 @@ public record PlanConfig(long chunkBytes, int alignBytes) {
       throw new IllegalArgumentException("chunkBytes (" + chunkBytes
           + ") must be at least alignBytes (" + alignBytes + ")");
     }
+    if (peerChunkBytes < 0) {
+      throw new IllegalArgumentException("peerChunkBytes must be 0 (off) or positive, got "
+          + peerChunkBytes);
+    }
   }
 
   public PlanConfig withChunkBytes(long chunk) {
-    return new PlanConfig(chunk, alignBytes);
+    return new PlanConfig(chunk, alignBytes, peerChunkBytes);
+  }
+
+  /** The same knobs with two-shot pipelined in chunks of {@code bytes} (0: whole phases). */
+  public PlanConfig withPeerChunkBytes(long bytes) {
+    return new PlanConfig(chunkBytes, alignBytes, bytes);
   }
 
   /** Alignment in elements of {@code elementSize} bytes (at least 1). */

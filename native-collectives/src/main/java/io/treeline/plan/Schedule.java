@@ -79,6 +79,14 @@ final class Schedule {
     }
   }
 
+  void signal(int phase) {
+    steps.add(new Step.Signal(phase));
+  }
+
+  void await(int peer, int phase) {
+    steps.add(new Step.Wait(peer, phase));
+  }
+
   /** Signal {@code phase}, then wait until every other rank of {@code group} has signalled it. */
   void barrier(int[] group, int phase) {
     steps.add(new Step.Signal(phase));

@@ -18,6 +18,12 @@ import java.util.Arrays;
  * AVG divides by the number of ranks.
  */
 public sealed interface Step {
+  /**
+   * The highest phase a {@link Signal} may carry: executors number a collective's flags
+   * {@code sequence * (MAX_PHASE + 1) + phase}, so phases 1..MAX_PHASE fit one call.
+   */
+  int MAX_PHASE = 7;
+
   long offset();
 
   long count();

@@ -6,6 +6,7 @@ import io.treeline.comm.HostCommunicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.launch.ProcessLauncher;
+import io.treeline.plan.PlanConfig;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
@@ -25,6 +26,10 @@ import java.util.Map;
  * <pre>
  *   java -cp ... io.treeline.examples.bench.PeerBench RANKS DTYPE MIN MAX FACTOR [WARMUP]
  * </pre>
+ * RANKS is a rank count (one node) or {@code NxG}: N simulated nodes of G ranks, all on this
+ * host (the rows then name the system {@code treeline-NxG}). The system property
+ * {@code peers.chunkBytes} (ranks inherit it through {@code JAVA_TOOL_OPTIONS}) sets the tree
+ * plans' chunk, for tuning across nodes.
  * WARMUP untimed calls per size (default {@link #warmups}: a JVM needs a few thousand calls
  * before C2 has compiled the whole path, the Vector API's kernels included; the peers get the
  * same number).
@@ -37,14 +42,18 @@ public final class PeerBench {
 
   public static void main(String[] args) throws Exception {
     if (System.getenv(TcpStoreBootstrap.RANK) == null) {
-      int ranks = Integer.parseInt(args[0]);
+      // RANKS: ranks on one node, or NODESxG: that many simulated nodes of G ranks (shared
+      // memory inside each, TCP on loopback between them)
+      String[] shape = args[0].toLowerCase(Locale.ROOT).split("x");
+      int[] perNode = new int[shape.length == 2 ? Integer.parseInt(shape[0]) : 1];
+      Arrays.fill(perNode, Integer.parseInt(shape[shape.length - 1]));
       List<String> jvm = new ArrayList<>(List.of("-Xmx1g", "-XX:MaxDirectMemorySize=3g"));
       if (java.lang.module.ModuleFinder.ofSystem().find("jdk.incubator.vector").isPresent()) {
         jvm.add("--add-modules=jdk.incubator.vector"); // else the scalar reducer
       }
       List<String> main = new ArrayList<>(List.of(PeerBench.class.getName()));
       main.addAll(Arrays.asList(args));
-      List<ProcessLauncher.Result> res = ProcessLauncher.run(new int[] {ranks}, jvm, main,
+      List<ProcessLauncher.Result> res = ProcessLauncher.run(perNode, jvm, main,
           Map.of(), Duration.ofMinutes(30), System.out, 0);
       int code = 0;
       for (ProcessLauncher.Result r : res) {
@@ -62,9 +71,11 @@ public final class PeerBench {
     int warmup = args.length > 5 ? Integer.parseInt(args[5]) : -1; // -1: warmups(bytes)
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120));
         HostCommunicator comm = HostCommunicator.create(boot, CommConfig.DEFAULT
-            .withTimeout(Duration.ofSeconds(120)))) {
+            .withTimeout(Duration.ofSeconds(120)).withPlan(PlanConfig.DEFAULT.withChunkBytes(
+                Long.getLong("peers.chunkBytes", PlanConfig.DEFAULT.chunkBytes()))))) {
       int rank = comm.rank();
       int n = comm.size();
+      String system = args[0].contains("x") ? "treeline-" + args[0] : "treeline";
       for (long bytes = Math.max(min, type.size()); bytes <= max; bytes *= factor) {
         long count = bytes / type.size();
         int iters = iterations(bytes);
@@ -98,7 +109,7 @@ public final class PeerBench {
         double p99 = max(comm, each[(int) Math.ceil(0.99 * iters) - 1] / 1e3);
         wrong = (long) sum(comm, wrong);
         if (rank == 0) {
-          System.out.printf(Locale.ROOT, "treeline,%s,%d,%d,%d,%.3f,%.3f,%d%n",
+          System.out.printf(Locale.ROOT, "%s,%s,%d,%d,%d,%.3f,%.3f,%d%n", system,
               type.name().toLowerCase(Locale.ROOT), n, bytes, iters, median, p99, wrong);
         }
       }

@@ -35,19 +35,34 @@ public final class PeersChart {
     Map<String, double[][]> medians = new LinkedHashMap<>();
     Map<String, double[][]> ratios = new LinkedHashMap<>();
     med.forEach((k, v) -> medians.put(k, points(v)));
-    System.out.println("# Treeline median / peer median per size (below 1: Treeline faster)");
+    System.out.println("# Treeline median / peer median per size (below 1: Treeline faster); "
+        + "spark/treeline: how many times faster than treeAggregate");
     for (Map.Entry<String, TreeMap<Long, Double>> e : med.entrySet()) {
-      if (!e.getKey().startsWith("treeline ")) {
+      // "treeline 4 ranks f32", or a simulated-node shape "treeline-2x4 8 ranks f32"
+      if (!e.getKey().startsWith("treeline")) {
         continue;
       }
-      String rest = e.getKey().substring("treeline ".length());
+      String system = e.getKey().substring(0, e.getKey().indexOf(' '));
+      String rest = e.getKey().substring(system.length() + 1);
+      TreeMap<Long, Double> spark = med.get("spark " + rest);
+      if (spark != null) {
+        StringBuilder row = new StringBuilder("spark/" + system + " " + rest + ":");
+        e.getValue().forEach((bytes, t) -> {
+          Double q = spark.get(bytes);
+          if (q != null && t > 0) {
+            row.append(String.format(java.util.Locale.ROOT, " %s=%.1f", Charts.sizeLabel(bytes),
+                q / t));
+          }
+        });
+        System.out.println(row);
+      }
       for (String peer : List.of("mpi", "gloo")) {
         TreeMap<Long, Double> p = med.get(peer + " " + rest);
         if (p == null) {
           continue;
         }
         TreeMap<Long, Double> r = new TreeMap<>();
-        StringBuilder row = new StringBuilder("treeline/" + peer + " " + rest + ":");
+        StringBuilder row = new StringBuilder(system + "/" + peer + " " + rest + ":");
         e.getValue().forEach((bytes, t) -> {
           Double q = p.get(bytes);
           if (q != null && q > 0) {
@@ -58,7 +73,8 @@ public final class PeersChart {
         });
         System.out.println(row);
         if (!r.isEmpty()) {
-          ratios.put("/" + peer + " " + rest, points(r));
+          ratios.put((system.equals("treeline") ? "" : system) + "/" + peer + " " + rest,
+              points(r));
         }
       }
     }

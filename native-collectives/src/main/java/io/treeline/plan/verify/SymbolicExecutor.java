@@ -232,6 +232,10 @@ public final class SymbolicExecutor {
       write(r, Buf.OUTPUT, si.offset(), si.count(), finishAll(r, step, staged, si.finish()),
           step);
     } else if (step instanceof Step.Signal sg) {
+      if (sg.phase() < 1 || sg.phase() > Step.MAX_PHASE) {
+        throw fail(r, step, "signals phase " + sg.phase() + ", outside 1.." + Step.MAX_PHASE
+            + " (a call's flags hold " + Step.MAX_PHASE + " phases)");
+      }
       if (sg.phase() <= signalled[r]) {
         throw fail(r, step, "signals phase " + sg.phase() + " after phase " + signalled[r]
             + "; phases must increase");
