@@ -21,15 +21,19 @@ public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes) {
 
   /**
    * The pipelining unit the host communicator uses when {@code localRanks} ranks share this
-   * machine: {@link #HOST_PEER_CHUNK_BYTES} when they fit its cores, else 0 (whole phases: a
-   * rank that waits for a descheduled peer yields its core for a scheduler slice, and each
-   * chunk adds a wait per peer). The system property {@code treeline.peerChunkBytes} overrides
-   * it (0: whole phases), for measuring the effect.
+   * machine: 0 (whole phases) unless the system property {@code treeline.peerChunkBytes} asks
+   * for chunks. Pipelining was measured on 16 free cores (H200 host, 2026-12-03 14:37 UTC,
+   * PeerBench, f32): no gain and at 4 ranks 64 MiB a loss (70.1 against 47.9 ms with one reduce
+   * thread; 8 ranks: 54.8 against 56.9), so it is not the default; on this 2-core VM it
+   * oversubscribes (a rank that waits for a descheduled peer yields its core for a scheduler
+   * slice, and each chunk adds a wait per peer). The property ({@link #HOST_PEER_CHUNK_BYTES}
+   * is the measured unit) is kept for measuring it again.
+   *
+   * @param localRanks ranks of the node on this machine (kept for a rule by core count)
+   * @return bytes per pipelined slice chunk, 0 for whole phases
    */
   public static long hostPeerChunkBytes(int localRanks) {
-    long fits = localRanks <= Runtime.getRuntime().availableProcessors() ? HOST_PEER_CHUNK_BYTES
-        : 0;
-    return Math.max(0, Long.getLong("treeline.peerChunkBytes", fits));
+    return Math.max(0, Long.getLong("treeline.peerChunkBytes", 0));
   }
 
   /** Whole intra-node phases ({@code peerChunkBytes} 0). */

@@ -58,9 +58,11 @@ class LargeMessageThreadsTest {
     long[] sizes = {786_433, 0, 1, 1_572_869};
     DataType[] types = {DataType.F32, DataType.BF16, DataType.F32, DataType.F64};
     ReduceOp[] ops = {ReduceOp.SUM, ReduceOp.AVG, ReduceOp.MAX, ReduceOp.AVG};
-    CommConfig cfg = CommConfig.DEFAULT.withTimeout(TIMEOUT).withSegmentBytes(32 << 20);
-    assertTrue(TwoShot.chunks(3, DataType.F32, sizes[0], PlanConfig.DEFAULT
-        .withPeerChunkBytes(PlanConfig.hostPeerChunkBytes(3))) > 1, "the case must pipeline");
+    // pipelined on purpose (the host default is whole phases: PlanConfig.hostPeerChunkBytes)
+    CommConfig cfg = CommConfig.DEFAULT.withTimeout(TIMEOUT).withSegmentBytes(32 << 20)
+        .withPlan(CommConfig.DEFAULT.plan().withPeerChunkBytes(PlanConfig.HOST_PEER_CHUNK_BYTES));
+    assertTrue(TwoShot.chunks(3, DataType.F32, sizes[0], cfg.plan()) > 1,
+        "the case must pipeline");
     Random rnd = new Random(29);
     double[][][] in = new double[sizes.length][ranks][];
     for (int c = 0; c < sizes.length; c++) {
