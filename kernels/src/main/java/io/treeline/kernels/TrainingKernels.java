@@ -22,7 +22,8 @@ import jcuda.driver.CUstream;
  * <p>On compute capability 9.0 the large products run on the wgmma kernels of
  * {@code gemm_sm90.cuh} (the module's sm_90a cubin): where {@link #hopperGemm()} is on, the
  * operands are 16-byte aligned with leading dimensions a multiple of 4, the product has at least
- * {@link #HOPPER_MIN_WORK} multiply-adds and {@link #hopperShape} takes it; every other product
+ * {@link #HOPPER_MIN_WORK} multiply-adds ({@link #HOPPER_MIN_WORK_NN} for NN products) and
+ * {@link #hopperShape} takes it; every other product
  * runs on the wmma kernels.
  */
 public final class TrainingKernels implements AutoCloseable {
@@ -62,6 +63,14 @@ public final class TrainingKernels implements AutoCloseable {
    * 25.7 M) are launch-bound, the 20M model's start at 1.6 G.
    */
   public static final long HOPPER_MIN_WORK = 1L << 26;
+  /**
+   * The same bound for NN products (no operand transposed): from 4 Mi multiply-adds they are
+   * faster on wgmma too. gemm_check on the H200 (2026-12-03 14:11 UTC): the default model's
+   * forward products 128 x 256 x 784 and 128 x 128 x 256 took 0.0104 / 0.0093 ms on wgmma against
+   * 0.0156 / 0.0129 on wmma, while its TN and NT products (weight and input gradients, TN
+   * transposed first) were 7-18% slower on wgmma at that size.
+   */
+  public static final long HOPPER_MIN_WORK_NN = 1L << 22;
   /** The transposed B of a TN product on the wgmma path: at most 16 Mi floats. */
   public static final long TRANSPOSED_MAX_FLOATS = 16L << 20;
 
@@ -265,7 +274,7 @@ public final class TrainingKernels implements AutoCloseable {
   public int[] hopperPlan(long a, boolean transA, int lda, long b, boolean transB, int ldb,
       int m, int n, int k) {
     if (!hopperOn || (a & 15) != 0 || (lda & 3) != 0 || (b & 15) != 0 || (ldb & 3) != 0
-        || (long) m * n * k < HOPPER_MIN_WORK) {
+        || (long) m * n * k < (!transA && !transB ? HOPPER_MIN_WORK_NN : HOPPER_MIN_WORK)) {
       return null;
     }
     return hopperShape(transA, transB, m, n, k, sms);
