@@ -33,7 +33,8 @@ final class Allocations {
     // every type x op until one round allocates nothing, within a generous bound.
     long tid = Thread.currentThread().getId();
     StringBuilder culprits = new StringBuilder(); // built outside the measured calls
-    long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    long giveUp = System.nanoTime()
+        + TimeUnit.SECONDS.toNanos(Long.getLong("treeline.alloc.seconds", 120));
     do {
       culprits.setLength(0);
       for (DataType t : types) {
