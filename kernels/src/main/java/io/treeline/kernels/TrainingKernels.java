@@ -333,6 +333,30 @@ public final class TrainingKernels implements AutoCloseable {
     boolean vecB = (b & 15) == 0 && (ldb & 3) == 0;
     int[] how = shape(m, n, k, sms);
     int splits = how[0];
+    setGemmArgs(a, lda, b, ldb, c, ldc, m, n, k, bias, relu, mask, ldmask, splits);
+    gVecA[0] = vecA ? 1 : 0;
+    gVecB[0] = vecB ? 1 : 0;
+    int layout = (transA ? 1 : 0) + (transB ? 2 : 0);
+    if (how[1] == 1) {
+      cuLaunchKernel(big[layout], (n + BIG_TILE - 1) / BIG_TILE, (m + BIG_TILE - 1) / BIG_TILE,
+          1, BIG_THREADS, 1, 1, 0, stream, gemmArgs, null);
+      return;
+    }
+    cuLaunchKernel(small[layout], tiles(n), tiles(m), splits, SMALL_THREADS, 1, 1, 0, stream,
+        gemmArgs, null);
+    if (splits > 1) {
+      long total = (long) m * n;
+      int blocks = (int) Math.max(1, Math.min(maxBlocks, (total + THREADS - 1) / THREADS));
+      cuLaunchKernel(splitFinish, blocks, 1, 1, THREADS, 1, 1, 0, stream, finishArgs, null);
+    }
+  }
+
+  /**
+   * The kernel arguments both GEMM paths share, written into their prepared slots (no
+   * allocation); the split-K workspace is allocated on the first split product.
+   */
+  private void setGemmArgs(long a, int lda, long b, int ldb, long c, int ldc, int m, int n, int k,
+      long bias, boolean relu, long mask, int ldmask, int splits) {
     if (splits > 1 && workspace == null) {
       CUdeviceptr w = new CUdeviceptr();
       cuMemAlloc(w, 4 * WORKSPACE_FLOATS);
@@ -353,21 +377,6 @@ public final class TrainingKernels implements AutoCloseable {
     gRelu[0] = relu ? 1 : 0;
     gW[0] = splits > 1 ? DevicePointers.address(workspace) : 0;
     gSplits[0] = splits;
-    gVecA[0] = vecA ? 1 : 0;
-    gVecB[0] = vecB ? 1 : 0;
-    int layout = (transA ? 1 : 0) + (transB ? 2 : 0);
-    if (how[1] == 1) {
-      cuLaunchKernel(big[layout], (n + BIG_TILE - 1) / BIG_TILE, (m + BIG_TILE - 1) / BIG_TILE,
-          1, BIG_THREADS, 1, 1, 0, stream, gemmArgs, null);
-      return;
-    }
-    cuLaunchKernel(small[layout], tiles(n), tiles(m), splits, SMALL_THREADS, 1, 1, 0, stream,
-        gemmArgs, null);
-    if (splits > 1) {
-      long total = (long) m * n;
-      int blocks = (int) Math.max(1, Math.min(maxBlocks, (total + THREADS - 1) / THREADS));
-      cuLaunchKernel(splitFinish, blocks, 1, 1, THREADS, 1, 1, 0, stream, finishArgs, null);
-    }
   }
 
   private void gemm90(int[] h, long a, boolean transA, int lda, long b, boolean transB, int ldb,
@@ -375,11 +384,6 @@ public final class TrainingKernels implements AutoCloseable {
       CUstream stream) {
     int bs = h[0];
     int splits = h[1];
-    if (splits > 1 && workspace == null) {
-      CUdeviceptr w = new CUdeviceptr();
-      cuMemAlloc(w, 4 * WORKSPACE_FLOATS);
-      workspace = w;
-    }
     if (transA && !transB) { // TN: B [k][n] -> [n][k], then TT
       int ldt = (k + 3) / 4 * 4;
       long need = (long) n * ldt;
@@ -406,21 +410,7 @@ public final class TrainingKernels implements AutoCloseable {
       ldb = ldt;
       transB = true;
     }
-    gA[0] = a;
-    gB[0] = b;
-    gC[0] = c;
-    gM[0] = m;
-    gN[0] = n;
-    gK[0] = k;
-    gLda[0] = lda;
-    gLdb[0] = ldb;
-    gLdc[0] = ldc;
-    gBias[0] = bias;
-    gMask[0] = mask;
-    gLdMask[0] = ldmask;
-    gRelu[0] = relu ? 1 : 0;
-    gW[0] = splits > 1 ? DevicePointers.address(workspace) : 0;
-    gSplits[0] = splits;
+    setGemmArgs(a, lda, b, ldb, c, ldc, m, n, k, bias, relu, mask, ldmask, splits);
     boolean nn = !transA && !transB;
     int kind = !transA && transB ? 0 : nn ? 1 : 2;
     int rDim = nn ? n : m;
