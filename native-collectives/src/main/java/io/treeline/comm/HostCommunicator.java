@@ -798,14 +798,14 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       for (int p = 0; p < n; p++) {
         if (reduce || p == planRank) {
           long lo = Slices.lo(count, n, p, align) + start;
-          copyIn(in, lo, p * width, pieceLength(count, n, p, align, start, width), type, op);
+          copyIn(in, lo, p * width, pieceLength(count, n, p, align, start, width), type);
         }
       }
       execute(plan, op);
       for (int p = 0; p < n; p++) {
         if (!reduce || p == planRank) {
           long lo = Slices.lo(count, n, p, align) + start;
-          copyOut(p * width, out, lo, pieceLength(count, n, p, align, start, width), type, op);
+          copyOut(p * width, out, lo, pieceLength(count, n, p, align, start, width), type);
         }
       }
     }
@@ -817,9 +817,9 @@ public final class HostCommunicator extends TypedForms implements Communicator {
 
   private void runOne(Plan plan, Buffer in, long inIndex, Buffer out, long outIndex,
       long count, DataType type, ReduceOp op) {
-    copyIn(in, inIndex, 0, count, type, op);
+    copyIn(in, inIndex, 0, count, type);
     execute(plan, op);
-    copyOut(0, out, outIndex, count, type, op);
+    copyOut(0, out, outIndex, count, type);
   }
 
   private void execute(Plan plan, ReduceOp op) {
@@ -829,7 +829,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   }
 
   /** Elements {@code [from, from + n)} of the caller's data into this rank's input at {@code to}. */
-  private void copyIn(Buffer src, long from, long to, long n, DataType type, ReduceOp op) {
+  private void copyIn(Buffer src, long from, long to, long n, DataType type) {
     if (n == 0) {
       return;
     }
@@ -842,7 +842,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   }
 
   /** Elements {@code [from, from + n)} of this rank's output into the caller's data at {@code to}. */
-  private void copyOut(long from, Buffer dst, long to, long n, DataType type, ReduceOp op) {
+  private void copyOut(long from, Buffer dst, long to, long n, DataType type) {
     if (n == 0) {
       return;
     }
