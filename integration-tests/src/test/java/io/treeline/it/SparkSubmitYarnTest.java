@@ -30,15 +30,18 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * spark-submit to YARN as a user runs it, client and cluster mode, against a MiniYARNCluster of
- * one ResourceManager and two NodeManagers in the test JVM, set up as Spark's
+ * one ResourceManager and three NodeManagers in the test JVM, set up as Spark's
  * BaseYarnClusterSuite does it: the cluster's configuration written as yarn-site.xml into a
  * directory named by YARN_CONF_DIR and put first on the submitter's classpath (what
  * bin/spark-class does), Spark's jars from the local classpath (spark.yarn.jars points at an
  * empty jar), Treeline only from the shaded jar in --jars, the job from its application jar.
  *
- * <p>Each NodeManager offers 2 GiB and every container takes 1 GiB (the AM, or the driver in
- * cluster mode, and two executors), so the two executors cannot share a NodeManager: the ranks
- * run on both. The final status is read from the ResourceManager with a YarnClient.
+ * <p>Every container takes 1 GiB (512 MiB and YARN's 384 MiB overhead, rounded up to the 1 GiB
+ * minimum allocation): the AM (the driver in cluster mode) and two executors. Each NodeManager
+ * offers 1.5 GiB, so it holds one container and the three land on three NodeManagers: the two
+ * ranks always run on two nodes. (With two NodeManagers of 2 GiB, as before, the scheduler could
+ * put both executors on the one without the AM, and did in a CI run.) The final status is read
+ * from the ResourceManager with a YarnClient.
  */
 class SparkSubmitYarnTest {
   static final Path WORK = SparkSubmitRunner.WORK.resolve("yarn");
@@ -53,14 +56,14 @@ class SparkSubmitYarnTest {
   static void startYarn() throws Exception {
     long t0 = System.nanoTime();
     Files.createDirectories(WORK);
-    yarn = MiniYarn.start(SparkSubmitYarnTest.class.getSimpleName(), WORK, 2, 2048, 30_000);
+    yarn = MiniYarn.start(SparkSubmitYarnTest.class.getSimpleName(), WORK, 3, 1536, 30_000);
     confDir = Files.createDirectories(WORK.resolve("hadoop-conf"));
     try (OutputStream out = Files.newOutputStream(confDir.resolve("yarn-site.xml"))) {
       yarn.getConfig().writeXml(out);
     }
     emptyJar = WORK.resolve("empty-spark-jars.jar");
     new JarOutputStream(Files.newOutputStream(emptyJar), new Manifest()).close();
-    System.out.printf("MiniYARNCluster with 2 NodeManagers up in %.1f s%n",
+    System.out.printf("MiniYARNCluster with 3 NodeManagers up in %.1f s%n",
         (System.nanoTime() - t0) / 1e9);
   }
 
@@ -71,7 +74,7 @@ class SparkSubmitYarnTest {
 
   @Test
   @Timeout(value = 4, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
-  void clientModeTrainsOnExecutorsOfBothNodeManagersAndTheApplicationSucceeds()
+  void clientModeTrainsOnExecutorsOfTwoNodeManagersAndTheApplicationSucceeds()
       throws Exception {
     submitAndCheck("client");
   }
@@ -145,7 +148,7 @@ class SparkSubmitYarnTest {
           + "another application: " + line);
     }
     assertEquals(2, Arrays.stream(executors).map(e -> e.replaceAll(".*/nm", "")).distinct()
-        .count(), "the two ranks on the two NodeManagers: " + line);
+        .count(), "the two ranks on two NodeManagers: " + line);
     if (mode.equals("client")) {
       assertEquals(line, r.resultLine(), "the driver (the submitter) printed the result");
     } else {
