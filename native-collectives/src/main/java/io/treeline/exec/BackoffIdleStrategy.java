@@ -21,7 +21,9 @@ public final class BackoffIdleStrategy {
   /** Spin budget when waiters outnumber cores: yield soon, the peer needs this core. */
   public static final long SHORT_SPIN_NANOS = 2_000;
 
-  private final long spinNanos;
+  private final long maxSpinNanos;
+  private final long minSpinNanos;
+  private long spinNanos;
   private final long maxYields;
   private final long minParkNanos;
   private final long maxParkNanos;
@@ -33,6 +35,8 @@ public final class BackoffIdleStrategy {
 
   public BackoffIdleStrategy(long spinNanos, long maxYields, long minParkNanos,
       long maxParkNanos) {
+    this.maxSpinNanos = spinNanos;
+    this.minSpinNanos = Math.min(spinNanos, SHORT_SPIN_NANOS);
     this.spinNanos = spinNanos;
     this.maxYields = maxYields;
     this.minParkNanos = minParkNanos;
@@ -53,6 +57,11 @@ public final class BackoffIdleStrategy {
     boolean fits = waiters <= Runtime.getRuntime().availableProcessors();
     return new BackoffIdleStrategy(fits ? LONG_SPIN_NANOS : SHORT_SPIN_NANOS, 10_000, 1_000,
         100_000);
+  }
+
+  /** The spin budget the next wait starts with. */
+  long spinNanos() {
+    return spinNanos;
   }
 
   public void idle() {
@@ -76,7 +85,18 @@ public final class BackoffIdleStrategy {
     }
   }
 
+  /**
+   * After a successful poll. The spin budget adapts between {@code SHORT_SPIN_NANOS} and the
+   * configured one: a wait that the spin ended doubles it, one that needed a yield or a park
+   * halves it. The ranks may fit the cores and still not have them (other processes on a busy
+   * machine): then two ranks share a core, and every hand-off would first burn a whole spin
+   * budget of the core the peer needs.
+   */
   public void reset() {
+    if (spins > 0) { // a wait ended (not the constructor, not a reset without waiting)
+      spinNanos = spinning ? Math.min(maxSpinNanos, spinNanos * 2)
+          : Math.max(minSpinNanos, spinNanos / 2);
+    }
     spinning = true;
     spins = 0;
     yields = 0;
