@@ -18,6 +18,7 @@ import io.treeline.exec.PlanRunner;
 import io.treeline.exec.ReduceThreads;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.Buf;
+import io.treeline.plan.OneShot;
 import io.treeline.plan.Plan;
 import io.treeline.plan.PlanConfig;
 import io.treeline.plan.Ring;
@@ -433,8 +434,74 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       Algorithm algorithm) {
     requireOp("allReduce", op);
     requireAlgorithm(algorithm);
-    runSync("allreduce", windows(count, type), allReduceBody(in, out, count, type, op,
-        algorithm));
+    long windows = windows(count, type);
+    if (windows == 1 && queued.get() == 0) {
+      allReduceInline(in, out, count, type, op, algorithm);
+      return;
+    }
+    runSync("allreduce", windows, allReduceBody(in, out, count, type, op, algorithm));
+  }
+
+  /**
+   * {@link #runSync} and {@link #runBody} for an allreduce that fits one window, written out so
+   * that the small-message path allocates nothing (no body or plan-lookup lambdas, no key).
+   */
+  private void allReduceInline(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
+      Algorithm algorithm) {
+    state.requireOpen("allreduce");
+    inline.incrementAndGet();
+    try {
+      state.requireOpen("allreduce"); // close() may have looked at inline before the increment
+      state.requireHealthy("allreduce");
+      try {
+        if (FaultInjection.ON) {
+          FaultInjection.at("between", rank, sequence + 1);
+        }
+        runOne(allReducePlan(algorithm, count, type), in, 0, out, 0, count, type, op);
+      } catch (CollectiveTimeoutException e) {
+        CollectiveTimeoutException reported = e.withReport(network.describeWaits(
+            REPORT_BUDGET));
+        state.fail(reported);
+        throw reported;
+      } catch (RuntimeException | Error e) {
+        state.fail(e);
+        throw e;
+      }
+    } finally {
+      inline.decrementAndGet();
+    }
+  }
+
+  /**
+   * The last {@link #RECENT} allreduce plans made, by call shape (replaced in turn): a loop
+   * over a few sizes neither selects nor builds a key again (the plan cache's key allocates).
+   */
+  private static final int RECENT = 16;
+  private final Plan[] recentPlans = new Plan[RECENT];
+  private final Algorithm[] recentForced = new Algorithm[RECENT];
+  private int nextRecent;
+
+  /**
+   * The allreduce plan for a call (copied in and out) of {@code c} elements: {@code forced} or
+   * the configured or selected algorithm; the one-shot one with a deferred release, since
+   * {@link #copyIn} waits for it ({@link PlanRunner#awaitRelease}).
+   */
+  private Plan allReducePlan(Algorithm forced, long c, DataType type) {
+    for (int i = 0; i < RECENT; i++) {
+      Plan p = recentPlans[i];
+      if (p != null && p.count() == c && p.type() == type && recentForced[i] == forced) {
+        return p;
+      }
+    }
+    Algorithm a = forced != null ? forced : algorithm(c * type.size());
+    Plan p = a == Algorithm.ONESHOT
+        ? plan("ar-oneshot-released", c, type, -1, () -> OneShot.allReduceReleased(topology, type,
+            c, planConfig))
+        : plan("ar-" + a.id(), c, type, -1, () -> a.allReduce(topology, type, c, planConfig));
+    recentPlans[nextRecent] = p;
+    recentForced[nextRecent] = forced;
+    nextRecent = (nextRecent + 1) % RECENT;
+    return p;
   }
 
   private void requireAlgorithm(Algorithm algorithm) {
@@ -446,11 +513,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
 
   private Body allReduceBody(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
       Algorithm algorithm) {
-    return () -> windowed(in, out, count, type, (c) -> {
-      Algorithm a = algorithm != null ? algorithm : algorithm(c * type.size());
-      return plan("ar-" + a.id(), c, type, -1, () -> a.allReduce(topology, type, c,
-          planConfig));
-    }, op);
+    return () -> windowed(in, out, count, type, (c) -> allReducePlan(algorithm, c, type), op);
   }
 
   @Override
@@ -833,6 +896,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
     if (n == 0) {
       return;
     }
+    runner.awaitRelease(config.timeout()); // the peers' reads of the last call come first
     if (src instanceof ByteBuffer b) {
       runner.copy(type, b, from * type.size(), ownInput, to * type.size(), n,
           config.timeout());

@@ -36,8 +36,15 @@ public final class PlanRunner implements AutoCloseable {
   private final ByteBuffer[] peerBufs;
   private final PeerWatch watch;
   private final ReduceThreads threads;
-  private final java.util.IdentityHashMap<Plan, String[]> phases =
+  private final java.util.IdentityHashMap<Plan, PlanFacts> facts =
       new java.util.IdentityHashMap<>();
+  /** The last plan run and its facts: a loop of equal calls skips the map. */
+  private Plan lastPlan;
+  private PlanFacts lastFacts;
+  /** The flag every {@link #pendingPeers} must reach before this rank's buffers are written. */
+  private long pendingRelease;
+  private int[] pendingPeers;
+  private String pendingPhase;
 
   /**
    * @param rank this rank in plan numbering (node-major)
@@ -110,8 +117,13 @@ public final class PlanRunner implements AutoCloseable {
     int divisor = plan.size();
     long deadline = System.nanoTime() + timeout.toNanos();
     long flagBase = sequence * PHASES;
-    String[] phase = phases(plan);
-    CallDescriptor call = CallDescriptor.of(plan, op);
+    awaitRelease(timeout);
+    PlanFacts f = facts(plan);
+    String[] phase = f.phases;
+    CallDescriptor call = f.calls[op.ordinal()];
+    if (call == null) {
+      call = f.calls[op.ordinal()] = CallDescriptor.of(plan, op);
+    }
     if (watch != null) {
       watch.beginCall(sequence, plan.algorithm());
     }
@@ -167,24 +179,77 @@ public final class PlanRunner implements AutoCloseable {
             + s + ", a step of staged plans, which only the GPU path runs");
       }
     }
+    if (f.releasePhase > 0) {
+      pendingRelease = flagBase + f.releasePhase;
+      pendingPeers = f.localPeers;
+      pendingPhase = phase[INTRA];
+    }
     if (watch != null) {
       watch.endCall();
     }
   }
 
+  /**
+   * After a plan with a deferred release ({@link Plan#releasePhase}): wait until every local
+   * peer has released this rank's buffers (read them for the last call), before anything writes
+   * them. Done at the start of every run and copy; usually the peers released long before, and
+   * this is one acquire load per peer. The caller that copies into the registered buffers calls
+   * it first (copying out of them needs no release).
+   */
+  public void awaitRelease(Duration timeout) {
+    if (pendingRelease == 0) {
+      return;
+    }
+    long deadline = System.nanoTime() + timeout.toNanos();
+    int[] peers = pendingPeers;
+    for (int k = 0; k < peers.length; k++) {
+      memory.await(peers[k], pendingRelease, deadline, pendingPhase);
+    }
+    pendingRelease = 0;
+  }
+
   private static final int INTRA = 0;
   private static final int NETWORK = 1;
 
-  /** The phase names a plan's steps report, made once per plan (a run allocates nothing). */
-  private String[] phases(Plan plan) {
-    String[] p = phases.get(plan);
-    if (p == null) {
-      if (phases.size() > 512) {
-        phases.clear(); // the communicator's plan cache is bounded too
+  /**
+   * What a run needs of a plan beyond its steps, made once per plan (a run allocates nothing):
+   * the phase names its steps report, its call descriptor per op, its deferred release.
+   */
+  private static final class PlanFacts {
+    final String[] phases;
+    final CallDescriptor[] calls = new CallDescriptor[ReduceOp.values().length];
+    final int releasePhase;
+    final int[] localPeers;
+
+    PlanFacts(Plan plan, int rank) {
+      phases = new String[] {plan.algorithm() + "/intra-node", plan.algorithm() + "/network"};
+      releasePhase = plan.releasePhase(rank);
+      io.treeline.plan.Topology t = plan.topology();
+      int node = t.node(rank);
+      int[] peers = new int[t.localSize(node) - 1];
+      for (int l = 0, k = 0; l < t.localSize(node); l++) {
+        if (t.rank(node, l) != rank) {
+          peers[k++] = t.rank(node, l);
+        }
       }
-      p = new String[] {plan.algorithm() + "/intra-node", plan.algorithm() + "/network"};
-      phases.put(plan, p);
+      localPeers = peers;
     }
+  }
+
+  private PlanFacts facts(Plan plan) {
+    if (plan == lastPlan) {
+      return lastFacts;
+    }
+    PlanFacts p = facts.get(plan);
+    if (p == null) {
+      if (facts.size() > 512) {
+        facts.clear(); // the communicator's plan cache is bounded too
+      }
+      p = new PlanFacts(plan, rank);
+      facts.put(plan, p);
+    }
+    lastPlan = plan;
+    lastFacts = p;
     return p;
   }
 }

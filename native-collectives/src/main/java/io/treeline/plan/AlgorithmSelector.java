@@ -66,8 +66,7 @@ public record AlgorithmSelector(LinkCost intra, LinkCost inter) {
     int local = topo.maxLocalSize();
     int ranks = topo.size();
     double s = bytes;
-    int depth = Math.max(BinaryTrees.dtree(nodes, 0).depth(), BinaryTrees.dtree(nodes, 1)
-        .depth());
+    int depth = nodes == 1 ? ONE_NODE_DEPTH : depth(nodes);
     return switch (a) {
       case ONESHOT -> 2 * intra.alphaMicros + intra.micros(local * s);
       case TWOSHOT -> twoShot(s);
@@ -77,6 +76,13 @@ public record AlgorithmSelector(LinkCost intra, LinkCost inter) {
       case RING -> 2.0 * (ranks - 1) * inter.alphaMicros
           + inter.micros(local * 2.0 * (ranks - 1) / ranks * s);
     };
+  }
+
+  /** The trees' depth over one node, made once: a small call's selection allocates nothing. */
+  private static final int ONE_NODE_DEPTH = depth(1);
+
+  private static int depth(int nodes) {
+    return Math.max(BinaryTrees.dtree(nodes, 0).depth(), BinaryTrees.dtree(nodes, 1).depth());
   }
 
   private double twoShot(double s) {

@@ -28,6 +28,31 @@ public record Plan(Collective collective, String algorithm, Topology topology, D
     return steps.get(rank);
   }
 
+  /**
+   * The phase of {@code rank}'s deferred release, or 0 when it has none: a schedule that ends
+   * with a {@link Step.Signal} that every rank of its node also ends with does not wait for its
+   * peers to finish reading its buffers; whoever runs it must wait, before it next writes them,
+   * until every local peer has signalled that phase of this call.
+   */
+  public int releasePhase(int rank) {
+    int phase = lastSignal(rank);
+    if (phase == 0) {
+      return 0;
+    }
+    int node = topology.node(rank);
+    for (int l = 0; l < topology.localSize(node); l++) {
+      if (lastSignal(topology.rank(node, l)) != phase) {
+        return 0;
+      }
+    }
+    return phase;
+  }
+
+  private int lastSignal(int rank) {
+    List<Step> s = steps.get(rank);
+    return !s.isEmpty() && s.get(s.size() - 1) instanceof Step.Signal g ? g.phase() : 0;
+  }
+
   public int size() {
     return topology.size();
   }

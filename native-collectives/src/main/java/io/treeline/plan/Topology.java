@@ -60,8 +60,13 @@ public final class Topology {
     return ranksPerNode[node];
   }
 
+  /** The most ranks of one node (a loop, not a stream: the selector asks on every call). */
   public int maxLocalSize() {
-    return Arrays.stream(ranksPerNode).max().orElseThrow();
+    int most = 0;
+    for (int r : ranksPerNode) {
+      most = Math.max(most, r);
+    }
+    return most;
   }
 
   public boolean isUniform() {

@@ -62,6 +62,28 @@ class SymbolicExecutorCatchesBrokenPlansTest {
         "needs a barrier at the end");
   }
 
+  private static Plan released() {
+    return io.treeline.plan.OneShot.allReduceReleased(ONE_NODE, DataType.F32, 1000,
+        PlanConfig.DEFAULT);
+  }
+
+  @Test
+  void theReleasedOneShotIsProvenAndReleasesAtPhase2() {
+    SymbolicExecutor.verify(released());
+    for (int r = 0; r < 4; r++) {
+      org.junit.jupiter.api.Assertions.assertEquals(2, released().releasePhase(r));
+      org.junit.jupiter.api.Assertions.assertEquals(0, oneShot().releasePhase(r));
+    }
+  }
+
+  @Test
+  void aReleaseSomeRanksDoNotMakeIsNoRelease() {
+    // rank 3 ends with a wait, so the node has no common release: the others must barrier
+    Plan p = edit(released(), 3, s -> s.add(new Step.Wait(0, 2)));
+    org.junit.jupiter.api.Assertions.assertEquals(0, p.releasePhase(0));
+    expect(p, "needs a barrier at the end");
+  }
+
   @Test
   void twoShotGatheringBeforeTheSliceIsFinalIsCaught() {
     Plan p = Algorithm.TWOSHOT.allReduce(ONE_NODE, DataType.F32, 1000, PlanConfig.DEFAULT);

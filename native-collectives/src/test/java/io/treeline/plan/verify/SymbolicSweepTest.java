@@ -132,11 +132,13 @@ class SymbolicSweepTest {
         if (nodes == 1) {
           SymbolicExecutor.verify(Algorithm.ONESHOT.allReduce(topo, DataType.F32, count,
               SMALL_CHUNKS));
+          SymbolicExecutor.verify(io.treeline.plan.OneShot.allReduceReleased(topo,
+              DataType.F32, count, SMALL_CHUNKS));
           SymbolicExecutor.verify(Algorithm.TWOSHOT.allReduce(topo, DataType.F32, count,
               SMALL_CHUNKS));
           SymbolicExecutor.verify(TwoShot.reduceScatter(topo, DataType.F32, count,
               SMALL_CHUNKS));
-          plans += 3;
+          plans += 4;
         }
       }
     }
