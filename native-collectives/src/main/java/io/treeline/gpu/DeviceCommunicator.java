@@ -82,8 +82,7 @@ import jcuda.CudaException;
 public final class DeviceCommunicator implements io.treeline.core.DeviceCommunicator {
   private static final System.Logger LOG = System.getLogger("io.treeline.cuda");
   private static final int EVENTS = 2 * PlanRunner.PHASES;
-  private static final int FLAG_SLOTS = CudaPeerMemory.FLAG_SLOTS;
-  private static final long FLAGS_BYTES = 256;
+  private static final long FLAGS_BYTES = FlagKernels.FLAG_ARRAY_BYTES;
 
   private final CommConfig config;
   private final DeviceOptions options;
@@ -113,7 +112,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   /** This rank in the staged plans: node-major, with its node's ranks in local-rank order. */
   private final int stagedRank;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
-  private final long[] statusWords = new long[2];
+  private final long[] statusWords = new long[4];
   // argument arrays of the launches this class makes itself, filled per call
   private final long[] copySrc = new long[1];
   private final long[] copyDst = new long[1];
@@ -153,7 +152,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
     this.costModel = costModel;
     this.memory = new CudaPeerMemory(sync == DeviceOptions.Sync.FLAGS, localRank,
         localTopology.size(), res.segments, res.pids, res.events, res.eventsOf, res.flagsOf,
-        flagKernels, stream, config.timeout(), this::isClosed, res::release);
+        res.ranks, flagKernels, stream, config.timeout(), this::isClosed, res::release);
     this.state = new CallState(planRank, rank, "GPU collective", memory::abort);
     this.runner = new DevicePlanRunner(reducers, copies, stream, memory, localRank, input,
         output);
@@ -243,6 +242,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       long[] output = new long[local];
       r.flagsOf = new long[local];
       r.pids = new long[local];
+      r.ranks = new int[local];
       r.segments = new SharedSegment[local];
       r.eventsOf = new CUevent[local][];
       boolean distinct = true;
@@ -253,6 +253,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
         PeerInfo peer = infos[boot];
         DeviceAddress info = addresses[boot];
         r.pids[l] = peer.pid();
+        r.ranks[l] = peer.rank();
         distinct &= gpus.add(info.gpu());
         oneProcess &= peer.pid() == pid;
         if (l == myLocal) {
@@ -724,10 +725,13 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       idle.reset();
       if (sync == DeviceOptions.Sync.FLAGS) {
         cuMemcpyDtoH(Pointer.to(statusWords), DevicePointers.at(res.flagsOf[localRank]
-            + 8L * FLAG_SLOTS), 16);
+            + 8L * FlagKernels.STATUS_WORD), 8L * statusWords.length);
         if (statusWords[0] != 0) {
           int peer = (int) statusWords[0] - 1;
           long value = statusWords[1];
+          if (statusWords[2] == FlagKernels.MISMATCH) {
+            throw memory.mismatch(rank, peer, value, statusWords[3]);
+          }
           throw new CollectiveException(planRank, peer, "barrier of collective #"
               + value / PlanRunner.PHASES + " phase " + value % PlanRunner.PHASES,
               "timed out after " + config.timeout().toMillis() + " ms in the GPU flag barrier "
