@@ -68,17 +68,33 @@ __device__ __forceinline__ unsigned long long globalNanos() {
 // peer k's store reached slot [k] of our array. Values only grow (sequence * phases + phase), so
 // slots are never reset. A wait past timeoutNs records (peer + 1, value) in status and gives up,
 // so the host can name the peer and the phase instead of hanging the GPU forever.
+//
+// The call check: `call` is (sequence << 32) | the call descriptor's 32-bit hash. Before its
+// flag, thread k stores it into word [FLAG_CALLS + parity * MAX_INPUTS + me] of peer k's array
+// (parity: the sequence's lowest bit, so that a peer one call ahead writes the other word), and
+// after the wait it reads peer k's word of our parity: same sequence, other hash means the peer
+// makes a different call (count, type, op or algorithm), recorded as (peer + 1, value,
+// FLAG_MISMATCH, the peer's word) in status. A peer two calls ahead (possible only past a call
+// without barriers) overwrote the word with another sequence; that barrier is not checked.
+#define FLAG_STATUS MAX_INPUTS
+#define FLAG_CALLS (2 * MAX_INPUTS)
+#define FLAG_MISMATCH 1ULL
 extern "C" __global__ void barrier_flags(const __grid_constant__ Ptrs flags, int n, int me,
-    unsigned long long value, long long timeoutNs, unsigned long long* status) {
+    unsigned long long value, unsigned long long call, long long timeoutNs,
+    unsigned long long* status) {
   const int k = threadIdx.x;
   if (k >= n || k == me) {
     return;
   }
+  const int parity = (int) ((call >> 32) & 1ULL);
+  unsigned long long* peer = static_cast<unsigned long long*>(const_cast<void*>(flags.p[k]));
   __threadfence_system();
-  storeRelease(static_cast<unsigned long long*>(const_cast<void*>(flags.p[k])) + me, value);
-  const unsigned long long* own = static_cast<const unsigned long long*>(flags.p[me]) + k;
+  reinterpret_cast<volatile unsigned long long*>(peer)[FLAG_CALLS + parity * MAX_INPUTS + me] =
+      call;
+  storeRelease(peer + me, value); // orders the call word before the flag
+  const unsigned long long* own = static_cast<const unsigned long long*>(flags.p[me]);
   const unsigned long long start = globalNanos();
-  while (loadAcquire(own) < value) {
+  while (loadAcquire(own + k) < value) {
     if ((long long) (globalNanos() - start) > timeoutNs) {
       if (atomicCAS(status, 0ULL, (unsigned long long) (k + 1)) == 0ULL) {
         status[1] = value;
@@ -86,5 +102,13 @@ extern "C" __global__ void barrier_flags(const __grid_constant__ Ptrs flags, int
       return;
     }
     __nanosleep(64);
+  }
+  const unsigned long long theirs = loadAcquire(own + FLAG_CALLS + parity * MAX_INPUTS + k);
+  if ((theirs >> 32) == (call >> 32) && theirs != call) {
+    if (atomicCAS(status, 0ULL, (unsigned long long) (k + 1)) == 0ULL) {
+      status[1] = value;
+      status[2] = FLAG_MISMATCH;
+      status[3] = theirs;
+    }
   }
 }

@@ -11,11 +11,13 @@ import io.treeline.core.Handle;
 import io.treeline.core.ReduceOp;
 import io.treeline.core.Slice;
 import io.treeline.exec.HostPeerMemory;
+import io.treeline.exec.HostStaging;
 import io.treeline.exec.FaultInjection;
 import io.treeline.exec.NetworkLink;
 import io.treeline.exec.PeerWatch;
 import io.treeline.exec.PlanRunner;
 import io.treeline.exec.ReduceThreads;
+import io.treeline.exec.StagedRunner;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.Buf;
 import io.treeline.plan.OneShot;
@@ -85,6 +87,8 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   private final ByteBuffer ownOutput;
   private final ExecutorService worker;
   private final PlanRunner runner;
+  /** The GPU path's staged plans across nodes, on this communicator's network link. */
+  private final StagedRunner staged;
   /** The configured plan knobs, two-shot pipelined in chunks (issue 15). */
   private final PlanConfig planConfig;
   private final Reducer copier = Reducer.create();
@@ -114,6 +118,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
     int local = topology.localSize(topology.node(planRank));
     this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier,
         watch, ReduceThreads.forNode(local));
+    this.staged = new StagedRunner(network, copier, planRank, watch);
     this.planConfig = config.plan().peerChunkBytes() > 0 ? config.plan()
         : config.plan().withPeerChunkBytes(PlanConfig.hostPeerChunkBytes(local));
     this.state = new CallState(rank, rank, "collective", reason -> {
@@ -655,6 +660,29 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       runner.run(p, ++sequence, w.base(), op, config.timeout());
       CommStats.record(p.algorithm(), p.bytes(), System.nanoTime() - t0);
     });
+  }
+
+  /**
+   * The staged part of a GPU plan across nodes ({@code StagedHierarchical}): steps
+   * {@code [from, to)} of plan rank {@code rank}'s steps, its stage-outs and stage-ins through
+   * {@code stage} and its message steps over this communicator's network link, which is the
+   * slice owners' (one rank per node; {@code linkPeer} maps the plan's ranks to this
+   * communicator's topology ranks, see {@link #topologyRankOf}). One collective of this
+   * communicator: its sequence number, the whole plan's descriptor on every message, its
+   * failure handling (the peers are told, a timeout carries the hang report). Runs on the
+   * caller's thread unless asynchronous collectives are queued ahead; returns once the last
+   * stage-in is issued.
+   */
+  public void runStaged(Plan plan, int rank, int from, int to, int[] linkPeer,
+      HostStaging stage, ReduceOp op, long deadline) {
+    runSync("staged allreduce", 1, () -> staged.run(plan, rank, from, to, linkPeer,
+        stage, ++sequence, op, deadline));
+  }
+
+  /** The topology rank (see {@link #topologyRank()}) of the rank {@code rank} numbers. */
+  public int topologyRankOf(int rank) {
+    requireRank("topologyRankOf", rank);
+    return planOf[rank];
   }
 
   private long windows(long count, DataType type) {

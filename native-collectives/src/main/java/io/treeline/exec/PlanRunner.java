@@ -13,8 +13,8 @@ import java.util.List;
 /**
  * Executes one rank's steps of a plan on host memory: peer-memory steps ({@code ReduceFrom},
  * {@code CopyFrom}, {@code Signal}, {@code Wait}) over a {@link HostPeerMemory}, message steps
- * ({@code Send}, {@code RecvReduce}, {@code RecvCopy}) over a {@link NetworkLink}, arithmetic
- * with a {@link Reducer}. The runner knows no transport: shared memory and TCP, threads of
+ * ({@code Send}, {@code RecvReduce}, {@code RecvCopy}) over a {@link NetworkLink} (as
+ * {@link StagedRunner} runs a GPU plan's, the same code), arithmetic with a {@link Reducer}. The runner knows no transport: shared memory and TCP, threads of
  * one JVM, or a future RDMA link all plug in below it. One per rank; after construction a run
  * allocates nothing.
  *
@@ -32,7 +32,7 @@ public final class PlanRunner implements AutoCloseable {
   private final HostPeerMemory memory;
   private final NetworkLink network;
   private final int rank;
-  private final Reducer reducer;
+  private final MessageSteps messages;
   private final ByteBuffer[] peerBufs;
   private final PeerWatch watch;
   private final ReduceThreads threads;
@@ -77,7 +77,7 @@ public final class PlanRunner implements AutoCloseable {
     this.memory = memory;
     this.network = network;
     this.rank = rank;
-    this.reducer = reducer;
+    this.messages = new MessageSteps(network, reducer, rank);
     this.peerBufs = new ByteBuffer[maxLocalRanks];
   }
 
@@ -134,24 +134,13 @@ public final class PlanRunner implements AutoCloseable {
     for (int i = 0; i < steps.size(); i++) {
       Step s = steps.get(i);
       long off = base + s.offset() * es;
-      long bytes = s.count() * es;
       if (FaultInjection.ON) { // the fault suite's hook; a constant false otherwise
-        FaultInjection.at(s instanceof Step.Send || s instanceof Step.RecvReduce
-            || s instanceof Step.RecvCopy ? "network" : s instanceof Step.Copy ? "none"
+        FaultInjection.at(MessageSteps.isMessage(s) ? "network" : s instanceof Step.Copy ? "none"
             : "intra", rank, sequence);
       }
-      if (s instanceof Step.Send x) {
-        network.send(x.peer(), x.lane(), x.src() == Buf.INPUT ? input : output, off, bytes,
-            deadline, phase[NETWORK]);
-      } else if (s instanceof Step.RecvReduce x) {
-        ByteBuffer msg = network.receive(x.peer(), x.lane(), bytes, deadline, phase[NETWORK]);
-        reducer.reduce2(plan.type(), op, x.acc() == Buf.INPUT ? input : output, off, msg, 0,
-            output, off, s.count(), x.finish(), divisor);
-        network.release(x.peer(), x.lane(), deadline, phase[NETWORK]);
-      } else if (s instanceof Step.RecvCopy x) {
-        ByteBuffer msg = network.receive(x.peer(), x.lane(), bytes, deadline, phase[NETWORK]);
-        reducer.copy(plan.type(), op, msg, 0, output, off, s.count(), false, divisor);
-        network.release(x.peer(), x.lane(), deadline, phase[NETWORK]);
+      if (MessageSteps.isMessage(s)) {
+        messages.run(s, MessageSteps.peer(s), input, output, null, off, plan.type(), op,
+            divisor, deadline, phase[NETWORK]);
       } else if (s instanceof Step.Copy x) {
         peerBufs[0] = input;
         threads.reduce(plan.type(), op, peerBufs, off, 1, output, s.count(), x.finish(),
@@ -176,7 +165,7 @@ public final class PlanRunner implements AutoCloseable {
         peerBufs[0] = null;
       } else {
         throw new IllegalArgumentException("rank " + rank + ": " + plan.algorithm() + " has "
-            + s + ", a step of staged plans, which only the GPU path runs");
+            + s + ", a step of staged plans, which StagedRunner runs (the GPU path)");
       }
     }
     if (f.releasePhase > 0) {

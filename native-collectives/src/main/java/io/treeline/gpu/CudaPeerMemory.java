@@ -3,6 +3,7 @@ package io.treeline.gpu;
 import static jcuda.driver.JCudaDriver.cuEventRecord;
 import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
 
+import io.treeline.core.CallMismatchException;
 import io.treeline.exec.CallDescriptor;
 import io.treeline.exec.LocalPeerMemory;
 import io.treeline.exec.PlanRunner;
@@ -37,19 +38,23 @@ import jcuda.driver.CUstream;
  * runs before this rank's later kernels. Flags (distinct GPUs, {@link DeviceOptions.Sync#FLAGS}):
  * only whole-node {@link #barrier}s, one barrier kernel spinning on flags in peer memory; it gives
  * up after the timeout and leaves the peer and phase in the status words that
- * {@link DeviceCommunicator#synchronize()} reports.
+ * {@link DeviceCommunicator#synchronize()} reports. Beside its flag each rank publishes its
+ * call (sequence and descriptor hash, {@code FlagKernels.callWord}) and the kernel compares the
+ * peers' with its own: a peer in another call (count, type, op, algorithm) is recorded there
+ * too, and reported as a {@link CallMismatchException} naming both calls ({@link #mismatch}).
  *
  * <h2>Failure</h2>
  * {@link #abort} and {@link #leave} set the rank's abort word, which the peers' host waits see at
  * once; {@link #close} releases every mapping, event, buffer and segment of the rank.
  */
 final class CudaPeerMemory implements LocalPeerMemory {
-  /** Flag slots per rank (one per local peer), then two words of barrier status. */
-  static final int FLAG_SLOTS = FlagKernels.MAX_RANKS;
+  /** Calls remembered by sequence, to name this rank's in a flag barrier's mismatch report. */
+  private static final int RECENT = 64;
 
   private final int localRank;
   private final int localSize;
   private final SharedSegment own;
+  private final SharedSegment[] segments;
   private final CUevent[] events;
   private final CUevent[][] eventsOf;
   private final long[] flagsOf;
@@ -60,8 +65,13 @@ final class CudaPeerMemory implements LocalPeerMemory {
   private final FlagKernels flagKernels;
   private final long[] flagPtrs = new long[ReduceKernels.MAX_INPUTS];
   private final Runnable release;
+  private final int[] ranks;
+  private final CallDescriptor[] recent = new CallDescriptor[RECENT];
+  private final long[] recentSequence = new long[RECENT];
   private long sequence;
   private CallDescriptor call;
+  /** The call's sequence and descriptor hash, published beside the flags (flag sync). */
+  private long callWord;
 
   /**
    * @param barrierKernel flag synchronisation (whole barriers only) instead of events
@@ -70,11 +80,12 @@ final class CudaPeerMemory implements LocalPeerMemory {
    * @param events this rank's IPC events, {@code [parity * PHASES + phase]}
    * @param eventsOf every local rank's events as this process sees them
    * @param flagsOf device address of every local rank's flag words
+   * @param ranks every local rank's bootstrap rank (named in errors)
    * @param closed whether the communicator was closed (ends host waits at once)
    * @param release frees the rank's GPU resources (mappings, events, buffers, segments)
    */
   CudaPeerMemory(boolean barrierKernel, int localRank, int localSize, SharedSegment[] segments,
-      long[] pids, CUevent[] events, CUevent[][] eventsOf, long[] flagsOf,
+      long[] pids, CUevent[] events, CUevent[][] eventsOf, long[] flagsOf, int[] ranks,
       FlagKernels flagKernels, CUstream stream, Duration timeout, BooleanSupplier closed,
       Runnable release) {
     this.localRank = localRank;
@@ -83,6 +94,8 @@ final class CudaPeerMemory implements LocalPeerMemory {
     this.events = events;
     this.eventsOf = eventsOf;
     this.flagsOf = flagsOf;
+    this.ranks = ranks;
+    this.segments = segments;
     this.flagKernels = flagKernels;
     this.stream = stream;
     this.timeout = timeout;
@@ -96,6 +109,9 @@ final class CudaPeerMemory implements LocalPeerMemory {
     own.beginCall(sequence, call.count(), call.meta());
     this.sequence = sequence;
     this.call = call;
+    this.callWord = FlagKernels.callWord(sequence, call.hash32());
+    recent[(int) (sequence % RECENT)] = call;
+    recentSequence[(int) (sequence % RECENT)] = sequence;
   }
 
   private static int event(long value) {
@@ -135,8 +151,30 @@ final class CudaPeerMemory implements LocalPeerMemory {
     for (int p = 0; p < localSize; p++) {
       flagPtrs[p] = flagsOf[p];
     }
-    flagKernels.barrier(flagPtrs, localSize, localRank, value, timeout.toNanos(),
-        flagsOf[localRank] + 8L * FLAG_SLOTS, stream);
+    flagKernels.barrier(flagPtrs, localSize, localRank, value, callWord, timeout.toNanos(),
+        flagsOf[localRank] + 8L * FlagKernels.STATUS_WORD, stream);
+  }
+
+  /**
+   * The failure a flag barrier recorded when local rank {@code peer}'s call word
+   * ({@code theirs}) at barrier {@code value} had this rank's sequence and another descriptor:
+   * both calls named, this rank's from the calls it remembers, the peer's from its segment when
+   * it is still in that call (else by its descriptor hash).
+   */
+  CallMismatchException mismatch(int rank, int peer, long value, long theirs) {
+    long seq = value / PlanRunner.PHASES;
+    CallDescriptor mine = recentSequence[(int) (seq % RECENT)] == seq
+        ? recent[(int) (seq % RECENT)] : null;
+    SharedSegment other = segments[peer];
+    long peerSeq = other.callSequence();
+    CallDescriptor published = new CallDescriptor(other.callCount(), other.callMeta());
+    String described = peerSeq == seq && other.callSequence() == seq
+        && published.hash32() == (int) theirs ? published.describe()
+        : String.format("descriptor hash %08x", (int) theirs);
+    return new CallMismatchException(rank, ranks[peer], "GPU flag barrier of collective #" + seq
+        + " phase " + value % PlanRunner.PHASES + " (local rank " + peer + ")", seq,
+        mine != null ? mine.describe() : "descriptor hash " + String.format("%08x",
+        (int) callWord), seq, described);
   }
 
   @Override

@@ -41,7 +41,6 @@ import io.treeline.plan.Topology;
 import io.treeline.transport.shm.SharedSegment;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
@@ -83,8 +82,7 @@ import jcuda.CudaException;
 public final class DeviceCommunicator implements io.treeline.core.DeviceCommunicator {
   private static final System.Logger LOG = System.getLogger("io.treeline.cuda");
   private static final int EVENTS = 2 * PlanRunner.PHASES;
-  private static final int FLAG_SLOTS = CudaPeerMemory.FLAG_SLOTS;
-  private static final long FLAGS_BYTES = 256;
+  private static final long FLAGS_BYTES = FlagKernels.FLAG_ARRAY_BYTES;
 
   private final CommConfig config;
   private final DeviceOptions options;
@@ -108,10 +106,13 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   private final PlanCache<Staged> staged = new PlanCache<>();
   /** The staged plan of the last call: a training loop's every step takes it without a lookup. */
   private Staged lastStaged;
+  /** The staged plan being enqueued (its stage-ins finish through {@link #finisher}). */
+  private Staged running;
+  private final HostStage.Finish finisher = this::finishChunk;
   /** This rank in the staged plans: node-major, with its node's ranks in local-rank order. */
   private final int stagedRank;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
-  private final long[] statusWords = new long[2];
+  private final long[] statusWords = new long[4];
   // argument arrays of the launches this class makes itself, filled per call
   private final long[] copySrc = new long[1];
   private final long[] copyDst = new long[1];
@@ -151,7 +152,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
     this.costModel = costModel;
     this.memory = new CudaPeerMemory(sync == DeviceOptions.Sync.FLAGS, localRank,
         localTopology.size(), res.segments, res.pids, res.events, res.eventsOf, res.flagsOf,
-        flagKernels, stream, config.timeout(), this::isClosed, res::release);
+        res.ranks, flagKernels, stream, config.timeout(), this::isClosed, res::release);
     this.state = new CallState(planRank, rank, "GPU collective", memory::abort);
     this.runner = new DevicePlanRunner(reducers, copies, stream, memory, localRank, input,
         output);
@@ -241,6 +242,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       long[] output = new long[local];
       r.flagsOf = new long[local];
       r.pids = new long[local];
+      r.ranks = new int[local];
       r.segments = new SharedSegment[local];
       r.eventsOf = new CUevent[local][];
       boolean distinct = true;
@@ -251,6 +253,7 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
         PeerInfo peer = infos[boot];
         DeviceAddress info = addresses[boot];
         r.pids[l] = peer.pid();
+        r.ranks[l] = peer.rank();
         distinct &= gpus.add(info.gpu());
         oneProcess &= peer.pid() == pid;
         if (l == myLocal) {
@@ -522,12 +525,13 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
   /**
    * Across nodes: the {@link StagedHierarchical} plan of this call, run as it is written. Its
    * device steps before the staging (the node's reduce-scatter into this rank's OUTPUT slice)
-   * and after it (the all-gather) are compiled into launches like any device plan; its stage
-   * chunks cross through pinned host memory and the host communicator of the ranks with the
-   * same local index ({@link HostStage}: device-to-host copies, the chunk's double binary tree
-   * over TCP, host-to-device copies, overlapping chunk by chunk); each stage-in that finishes
-   * divides an AVG once, by all ranks, on the GPU. One call, one sequence number, as the plan
-   * is one collective.
+   * and after it (the all-gather) are compiled into launches like any device plan; its staged
+   * part runs step by step in {@link HostStage}: the stage-outs as device-to-host copies into
+   * pinned host memory, the chunk trees' message steps over the TCP link of the ranks with the
+   * same local index (an {@code exec.StagedRunner} on that host communicator), the stage-ins as
+   * host-to-device copies, overlapping chunk by chunk; each stage-in that finishes divides an
+   * AVG once, by all ranks, on the GPU. One call, one sequence number, as the plan is one
+   * collective.
    */
   private void across(long count, DataType type, ReduceOp op) {
     Staged st = lastStaged;
@@ -544,70 +548,61 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
     long deadline = System.nanoTime() + config.timeout().toNanos();
     try {
       runner.run(st.before, sequence, deadline);
-      res.stage.run(output(), st.offsets, st.counts, st.chunks, type,
-          op == ReduceOp.AVG ? ReduceOp.SUM : op, stream, deadline, stagedRank);
-      int es = type.size();
-      for (int c = 0; c < st.chunks; c++) {
-        if (st.finish[c] && op == ReduceOp.AVG) {
-          finishSrc[0] = output() + st.offsets[c] * es;
-          reducers.reduce(st.sumKernel, finishSrc[0], finishSrc, 1, st.counts[c], true,
-              topology.size(), stream);
-        }
+      if (st.from < st.to) {
+        running = st;
+        res.stage.run(st.plan, stagedRank, st.from, st.to, st.linkPeer, output(), op, stream,
+            deadline, finisher);
       }
       runner.run(st.after, sequence, deadline);
     } catch (RuntimeException | Error e) {
       fail(e);
       throw e;
+    } finally {
+      running = null;
     }
   }
 
-  /** A staged plan compiled for this rank: device programs around the host-staged chunks. */
-  private record Staged(Plan plan, ReduceOp op, DevicePlanRunner.Program before,
-      DevicePlanRunner.Program after, long[] offsets, long[] counts, boolean[] finish, int chunks,
-      int sumKernel) {
+  /** A stage-in that finishes: an AVG divides the chunk once, by all ranks, on the GPU. */
+  private void finishChunk(long offset, long count) {
+    Staged st = running;
+    if (st.op == ReduceOp.AVG) {
+      finishSrc[0] = output() + offset * st.plan.type().size();
+      reducers.reduce(st.sumKernel, finishSrc[0], finishSrc, 1, count, true, topology.size(),
+          stream);
+    }
   }
 
   /**
-   * Splits this rank's steps of {@code plan}: device steps before its first staging or message
-   * step, the stage chunks (each stage-in closes one), and device steps after the last. A rank
-   * whose slice is empty has no staging steps; its device steps are all "before".
+   * A staged plan compiled for this rank: device programs around its staged part, steps
+   * {@code [from, to)} of its steps (stage copies and message steps, run as they are written by
+   * {@link HostStage}), and the plan's ranks as the slice owners' communicator numbers them.
+   */
+  private record Staged(Plan plan, ReduceOp op, DevicePlanRunner.Program before,
+      DevicePlanRunner.Program after, int from, int to, int[] linkPeer, int sumKernel) {
+  }
+
+  /**
+   * Splits this rank's steps of {@code plan}: device steps before its first stage-out, the staged
+   * part (from the first stage-out to the last stage-in: stage and message steps only), and
+   * device steps after it. A rank whose slice is empty has no staged part; its device steps are
+   * all "before".
    */
   private Staged compileStaged(Plan plan, ReduceOp op) {
-    List<Step> before = new ArrayList<>();
-    List<Step> after = new ArrayList<>();
-    List<Step.StageIn> ins = new ArrayList<>();
-    List<Step.StageOut> outs = new ArrayList<>();
-    for (Step s : plan.steps(stagedRank)) {
-      if (s instanceof Step.StageOut o) {
-        outs.add(o);
-      } else if (s instanceof Step.StageIn in) {
-        ins.add(in);
-      } else if (s instanceof Step.Send
-          || s instanceof Step.RecvReduce
-          || s instanceof Step.RecvCopy) {
-        continue; // the chunk's tree: HostStage's allreduce on the cross communicator
-      } else {
-        (outs.isEmpty() ? before : after).add(s);
+    List<Step> steps = plan.steps(stagedRank);
+    int[] part = io.treeline.exec.StagedRunner.stagedPart(steps);
+    int from = part[0];
+    int to = part[1];
+    int[] linkPeer = new int[topology.size()];
+    java.util.Arrays.fill(linkPeer, -1);
+    if (from < to) {
+      int local = topology.localRank(stagedRank);
+      for (int k = 0; k < topology.nodes(); k++) {
+        linkPeer[topology.rank(k, local)] = res.stage.linkRankOfNode(k);
       }
     }
-    int n = ins.size();
-    long[] offsets = new long[n];
-    long[] counts = new long[n];
-    boolean[] finish = new boolean[n];
-    for (int c = 0; c < n; c++) {
-      Step.StageIn in = ins.get(c);
-      if (outs.size() != n || outs.get(c).offset() != in.offset()
-          || outs.get(c).count() != in.count()) {
-        throw new IllegalStateException("rank " + rank + ": " + plan.algorithm() + " stages "
-            + outs + " out but " + ins + " in; the host stage copies the same chunks back");
-      }
-      offsets[c] = in.offset();
-      counts[c] = in.count();
-      finish[c] = in.finish();
-    }
-    java.util.function.IntUnaryOperator local = topology::localRank;
-    return new Staged(plan, op, runner.compile(plan, before, local, op),
-        runner.compile(plan, after, local, op), offsets, counts, finish, n,
+    java.util.function.IntUnaryOperator localOf = topology::localRank;
+    return new Staged(plan, op, runner.compile(plan, steps.subList(0, from), localOf, op),
+        runner.compile(plan, steps.subList(to, steps.size()), localOf, op), from, to, linkPeer,
         ReduceKernels.kernel(plan.type().name(), "sum"));
   }
 
@@ -730,10 +725,13 @@ public final class DeviceCommunicator implements io.treeline.core.DeviceCommunic
       idle.reset();
       if (sync == DeviceOptions.Sync.FLAGS) {
         cuMemcpyDtoH(Pointer.to(statusWords), DevicePointers.at(res.flagsOf[localRank]
-            + 8L * FLAG_SLOTS), 16);
+            + 8L * FlagKernels.STATUS_WORD), 8L * statusWords.length);
         if (statusWords[0] != 0) {
           int peer = (int) statusWords[0] - 1;
           long value = statusWords[1];
+          if (statusWords[2] == FlagKernels.MISMATCH) {
+            throw memory.mismatch(rank, peer, value, statusWords[3]);
+          }
           throw new CollectiveException(planRank, peer, "barrier of collective #"
               + value / PlanRunner.PHASES + " phase " + value % PlanRunner.PHASES,
               "timed out after " + config.timeout().toMillis() + " ms in the GPU flag barrier "

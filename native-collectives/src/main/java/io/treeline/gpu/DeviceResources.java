@@ -42,6 +42,8 @@ final class DeviceResources {
   CUevent[][] eventsOf;
   long[] flagsOf;
   long[] pids;
+  /** Every local rank's rank as the bootstrap numbers it (named in errors). */
+  int[] ranks;
   HostStage stage;
 
   void release() {

@@ -9,14 +9,13 @@ import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 
 import io.treeline.comm.HostCommunicator;
-import io.treeline.core.Handle;
-import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.BackoffIdleStrategy;
+import io.treeline.exec.HostStaging;
 import io.treeline.core.CollectiveException;
 import io.treeline.kernels.CudaQueries;
 import io.treeline.kernels.DevicePointers;
-import io.treeline.plan.Algorithm;
+import io.treeline.plan.Plan;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import jcuda.CudaException;
@@ -26,23 +25,37 @@ import jcuda.driver.CUevent_flags;
 import jcuda.driver.CUstream;
 
 /**
- * How a slice of device memory crosses nodes: through pinned host memory and the host
- * {@link HostCommunicator} of the ranks with the same local index on every node (its double binary
- * trees over TCP). The slice moves in chunks, in a three-stage pipeline: every chunk's
- * device-to-host copy is enqueued at once (the copy engine runs them back to back); as each
- * lands, its allreduce goes to the host communicator (whose thread runs them in order, so the
- * network carries chunk c while the copy engine brings chunk c + 1); as each allreduce ends,
- * its host-to-device copy is enqueued. The GPU work after the stage is ordered behind the last
- * copy by the stream.
+ * How a slice of device memory crosses nodes: the staged part of a {@code StagedHierarchical}
+ * plan, run by the plan's own steps. This is the plan's STAGE buffer (pinned host memory) and its
+ * copies ({@link HostStaging}): a stage-out is a device-to-host copy enqueued on the stream and
+ * an event recorded after it, a stage-in a host-to-device copy (and, when it finishes an AVG,
+ * the divide on the GPU). The message steps between them run over the network link of the host
+ * {@link HostCommunicator} of the ranks with the same local index on every node
+ * ({@link HostCommunicator#runStaged}, an {@code exec.StagedRunner}), which owns the TCP links,
+ * their descriptor check and the abort path. The plan stages every chunk out first, so the copy
+ * engine runs the copies back to back; the runner waits for a chunk's event only before that
+ * chunk's first message step, so the network carries chunk c while the copy engine brings chunk
+ * c + 1 and takes chunk c - 1 back. The GPU work after the stage is ordered behind the last copy
+ * by the stream.
  */
-final class HostStage implements AutoCloseable {
+final class HostStage implements HostStaging, AutoCloseable {
+  /** Finishes a chunk that a stage-in copied back (an AVG's divide), on the stream. */
+  interface Finish {
+    void chunk(long offset, long count);
+  }
+
   private final HostCommunicator cross;
   private final long capacity;
   private final Pointer pinned = new Pointer();
   private final ByteBuffer host;
   private final CUevent[] landed;
-  private final Handle[] handles;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
+  // the call in progress (one at a time, on the communicator's thread)
+  private long output;
+  private int es;
+  private CUstream stream;
+  private int rank;
+  private Finish finish;
 
   HostStage(HostCommunicator cross, long capacity, long chunkBytes) {
     this.cross = cross;
@@ -58,7 +71,6 @@ final class HostStage implements AutoCloseable {
         landed[i] = new CUevent();
         cuEventCreate(landed[i], CUevent_flags.CU_EVENT_DISABLE_TIMING);
       }
-      handles = new Handle[n];
       ok = true;
     } finally {
       if (!ok) {
@@ -67,51 +79,61 @@ final class HostStage implements AutoCloseable {
     }
   }
 
+  /** The slice owners' communicator's topology rank of the owner on node {@code node}. */
+  int linkRankOfNode(int node) {
+    return cross.topologyRankOf(node);
+  }
+
   /**
-   * Run the staged part of a {@code StagedHierarchical} plan on {@code stream}: every chunk
-   * ({@code chunkOffset[c]}, {@code chunkCount[c]} elements of the device OUTPUT at
-   * {@code output}) is copied to pinned host memory at once (the plan's stage-outs); as each
-   * lands, its double binary tree allreduce goes to the host communicator of the slice's owners
-   * (the plan's message steps for that chunk, which {@code StagedHierarchicalTest} shows are that
-   * allreduce); as each ends, its host-to-device copy is enqueued (the plan's stage-in). Returns
-   * once every copy back is enqueued; finishing (an AVG's divide) is the caller's, after.
+   * Run steps {@code [from, to)} of plan rank {@code rank}'s steps of {@code plan}, its staged
+   * part, on the device OUTPUT at {@code output} and {@code stream}: the stage copies enqueued
+   * here, the message steps on the host communicator of the slice's owners ({@code linkPeer}:
+   * plan rank to that communicator's topology rank). Returns once every copy back (and every
+   * finish) is enqueued.
    */
-  void run(long output, long[] chunkOffset, long[] chunkCount, int chunks, DataType type,
-      ReduceOp op, CUstream stream, long deadline, int rank) {
-    if (chunks == 0) {
-      return;
-    }
-    int es = type.size();
-    long first = chunkOffset[0];
-    long bytes = (chunkOffset[chunks - 1] + chunkCount[chunks - 1] - first) * es;
+  void run(Plan plan, int rank, int from, int to, int[] linkPeer, long output, ReduceOp op,
+      CUstream stream, long deadline, Finish finish) {
+    this.output = output;
+    this.es = plan.type().size();
+    this.stream = stream;
+    this.rank = rank;
+    this.finish = finish;
+    cross.runStaged(plan, rank, from, to, linkPeer, this, op, deadline);
+  }
+
+  @Override
+  public ByteBuffer buffer() {
+    return host;
+  }
+
+  @Override
+  public void begin(int chunks, long bytes) {
     if (bytes > capacity || chunks > landed.length) {
       throw new IllegalArgumentException("rank " + rank + ": " + chunks + " staging chunks of "
           + bytes + " bytes exceed the staging buffer of " + capacity + " bytes in "
           + landed.length + " chunks");
     }
-    for (int c = 0; c < chunks; c++) {
-      long host = (chunkOffset[c] - first) * es;
-      cuMemcpyDtoHAsync(pinned.withByteOffset(host), DevicePointers.at(output
-          + chunkOffset[c] * es), chunkCount[c] * es, stream);
-      cuEventRecord(landed[c], stream);
-    }
-    for (int c = 0; c < chunks; c++) {
-      int host = (int) ((chunkOffset[c] - first) * es);
-      waitFor(landed[c], deadline, rank, c);
-      ByteBuffer chunk = host(host, (int) (chunkCount[c] * es));
-      handles[c] = cross.allReduceAsync(chunk, chunk, chunkCount[c], type, op, Algorithm.DBT);
-    }
-    for (int c = 0; c < chunks; c++) {
-      long host = (chunkOffset[c] - first) * es;
-      handles[c].await(cross.config().timeout());
-      handles[c] = null;
-      cuMemcpyHtoDAsync(DevicePointers.at(output + chunkOffset[c] * es),
-          pinned.withByteOffset(host), chunkCount[c] * es, stream);
-    }
   }
 
-  private ByteBuffer host(int offset, int bytes) {
-    return host.slice(offset, bytes).order(ByteOrder.nativeOrder());
+  @Override
+  public void stageOut(int chunk, long offset, long count, long at) {
+    cuMemcpyDtoHAsync(pinned.withByteOffset(at), DevicePointers.at(output + offset * es),
+        count * es, stream);
+    cuEventRecord(landed[chunk], stream);
+  }
+
+  @Override
+  public void awaitStaged(int chunk, long deadline) {
+    waitFor(landed[chunk], deadline, rank, chunk);
+  }
+
+  @Override
+  public void stageIn(int chunk, long offset, long count, long at, boolean finished) {
+    cuMemcpyHtoDAsync(DevicePointers.at(output + offset * es), pinned.withByteOffset(at),
+        count * es, stream);
+    if (finished) {
+      finish.chunk(offset, count);
+    }
   }
 
   private void waitFor(CUevent e, long deadline, int rank, int chunk) {

@@ -22,9 +22,10 @@ import java.util.List;
  * </ol>
  * Signals 1, 2, 3 separate the phases as in {@link Hierarchical}. The staged tree of one chunk
  * is, step for step, the {@link DoubleBinaryTree} allreduce of the ranks that own the slice (one
- * per node) on that chunk, with INPUT and OUTPUT read as STAGE and lanes renumbered: the GPU
- * path runs each chunk as exactly that host allreduce ({@code gpu.HostStage}), and a test checks
- * the equivalence, so what the symbolic executor proves here is what crosses the network.
+ * per node) on that chunk, with INPUT and OUTPUT read as STAGE and lanes renumbered (a test
+ * checks it). The GPU path runs these steps themselves ({@code exec.StagedRunner} over the
+ * slice owners' network link, STAGE in pinned host memory), so what the symbolic executor
+ * proves here is what crosses the network.
  */
 public final class StagedHierarchical {
   public static final String NAME = "hierarchical-staged";

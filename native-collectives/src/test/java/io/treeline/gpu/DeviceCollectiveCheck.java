@@ -59,6 +59,7 @@ public final class DeviceCollectiveCheck {
         case "leaks" -> leaks(boot, opts);
         case "mismatch" -> mismatch(boot, opts);
         case "flags" -> flags(boot, opts);
+        case "flags-mismatch" -> flagsMismatch(boot, opts);
         case "aggregator" -> aggregator(boot, opts);
         case "userapi" -> userApi(boot, opts);
         default -> throw new IllegalArgumentException(mode);
@@ -196,6 +197,34 @@ public final class DeviceCollectiveCheck {
           c.allReduce(n, DataType.F32, ReduceOp.SUM, null);
           c.synchronize();
         } catch (CollectiveException e) {
+          System.out.printf("MISMATCH-DETECTED after %.0f ms: %s%n",
+              (System.nanoTime() - t0) / 1e6, e.getMessage());
+          return;
+        }
+      }
+      throw new AssertionError("rank " + c.rank() + ": mismatched calls were not detected");
+    }
+  }
+
+  /**
+   * Flag synchronisation forced (ranks on distinct GPUs use it; here the ranks may share one),
+   * one-shot so that both counts run the same barriers: rank 1 calls with one element more in
+   * the third call, and every rank's synchronize fails with the call-descriptor check of the
+   * flag barrier kernel, naming both calls, rank 1 and the barrier (not a timeout).
+   */
+  private static void flagsMismatch(TcpStoreBootstrap boot, DeviceOptions opts) {
+    try (DeviceCommunicator c = DeviceCommunicator.create(boot, CommConfig.DEFAULT.withTimeout(
+        Duration.ofSeconds(30)), opts.withSync(DeviceOptions.Sync.FLAGS))) {
+      if (c.sync() != DeviceOptions.Sync.FLAGS) {
+        throw new AssertionError("rank " + c.rank() + ": sync " + c.sync());
+      }
+      for (int call = 0; call < 3; call++) {
+        long n = 1000 + (call == 2 && c.rank() == 1 ? 1 : 0);
+        long t0 = System.nanoTime();
+        try {
+          c.allReduce(n, DataType.F32, ReduceOp.SUM, Algorithm.ONESHOT);
+          c.synchronize();
+        } catch (io.treeline.core.CallMismatchException e) {
           System.out.printf("MISMATCH-DETECTED after %.0f ms: %s%n",
               (System.nanoTime() - t0) / 1e6, e.getMessage());
           return;

@@ -92,6 +92,17 @@ class DeviceCollectivesTest {
   }
 
   @Test
+  void withFlagSyncARankCallingWithADifferentCountFailsEveryRankNamingBothCalls() {
+    for (ProcessLauncher.Result r : ranks(2, "flags-mismatch", 180)) {
+      String out = r.output();
+      assertTrue(out.contains("MISMATCH-DETECTED"), out);
+      assertTrue(out.contains("allreduce of 1000 x f32") && out.contains("allreduce of 1001 x "
+          + "f32") && out.contains("GPU flag barrier of collective #3"), out);
+      assertTrue(out.contains(r.rank() == 0 ? "but rank 1" : "rank 1 is in call #3"), out);
+    }
+  }
+
+  @Test
   void flagBarriersAreCorrectEvenWhenTheRanksShareOneGpu() {
     ok(2, "flags", 300);
   }

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
  * The GPU path's allreduce across nodes as a plan: proven by the symbolic executor on the same
  * node counts as the host tree plans (every count to 64, a sample to 1024) times 1..8 GPUs per
  * node, and shown to cross the network exactly as the host double binary tree of each slice's
- * owners does, which is what the GPU path runs for every stage chunk.
+ * owners does (the GPU path runs the plan's own steps: {@code comm.StagedAcrossNodesTest}).
  */
 class StagedHierarchicalTest {
   /** 1 KiB tree chunks and 1.5 KiB stage chunks of f32: several of each per slice. */
@@ -91,7 +91,7 @@ class StagedHierarchicalTest {
    * For every rank, slice and stage chunk, the message steps between the chunk's stage-out and
    * stage-in are the double binary tree allreduce of one rank per node on that chunk, with the
    * rank's owners for peers, the slice's lanes, STAGE for INPUT and OUTPUT, and no finish (the
-   * GPU divides after the copy back): the host allreduce the GPU path issues per chunk.
+   * GPU divides after the copy back).
    */
   @Test
   void eachStageChunkCrossesTheNetworkAsTheHostTreeOfTheSlicesOwners() {
