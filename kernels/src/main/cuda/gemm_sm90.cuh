@@ -357,15 +357,24 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
 // same with CY = 2 for R (the blocks of a cluster column share r0): half the k rows (R [k][r])
 // or half the r rows (R [r][k]) of the padded tile. A tile's own part is waited for one step
 // ahead (cp.async.wait_group), pushed, and the peer's part waited for on the mbarrier when the
-// tile is multiplied, so a push has one k-tile of time. barrier.cluster replaces __syncthreads:
-// past it at step i every block of the cluster has its own part of tile i + 1, has retired the
-// wgmma groups of tiles <= i - 2 and has waited for the pushes of tiles <= i - 1, so pushes into
-// stage (i + 1) % STAGES and refills of stage (i + LEAD) % STAGES (tile i - 2's) are safe. The
+// tile is multiplied, so a push has one k-tile of time. Cluster barrier, split: step i ends by
+// waiting for every block's arrival at the end of step i - 1, then arriving itself, so a block
+// one step ahead does not stall, and at step i + 1 (past __syncthreads) every block of the
+// cluster has finished step i - 1: retired the wgmma groups of tiles <= i - 2 and waited for the
+// pushes of tiles <= i - 1. So its push of tile i + 2 into a peer's stage (last held tile
+// i + 2 - STAGES, retired at step i + 3 - STAGES <= i - 1: STAGES >= 4) and its refill of the
+// stage of tile i - 1 (pushed out and in, both waited for at step i - 1) are safe. The
 // grid is padded to multiples of CX, CY: a block past the matrix loads zeros (zero fill) and
 // stores nothing (the epilogue's bounds).
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
                    : "memory");
+}
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 __device__ __forceinline__ unsigned cluster_rank() {
   unsigned r;
@@ -473,7 +482,7 @@ __device__ __forceinline__ void gemm90c(const float* __restrict__ R, const float
   static_assert(G::SMEM + 128 <= 227 * 1024, "barriers fit");
   constexpr int ND = BS / 2;
   constexpr int LEAD = G::STAGES - 2;  // the OVERLAP pipeline
-  static_assert(LEAD >= 2, "own parts waited for one tile ahead");
+  static_assert(LEAD >= 2 && G::STAGES >= 4, "own parts waited for one tile ahead");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const unsigned smem0 = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
   const unsigned bars = smem0 + G::STAGES * G::STAGE_BYTES;  // STAGES mbarriers
@@ -530,6 +539,7 @@ __device__ __forceinline__ void gemm90c(const float* __restrict__ R, const float
   fence_proxy_async();
   cluster_sync();       // every block: barriers initialised, own part of tile 0 in place
   share(0);
+  cluster_arrive();     // "step -1 done" (each step ends waiting for the previous step's arrival)
 
   const int fr = wg * 64 + wi * 16 + g;
   const unsigned never = splits < 0 ? 1u : 0u;
@@ -537,7 +547,7 @@ __device__ __forceinline__ void gemm90c(const float* __restrict__ R, const float
                   unsigned (&aprev)[BK / 8][4], unsigned long long (&dprev)[BK / 8]) {
     cp_wait<LEAD - 2>();  // own part of tile i + 1 has landed (this thread's copies)
     fence_proxy_async();  // visible to the async proxy (the bulk copy, wgmma)
-    cluster_sync();
+    __syncthreads();      // everyone's copies; and, from step i - 1's end, every peer is past step i - 2
     share(i + 1);
     if (i + LEAD < nt) {
       unsigned st = smem0 + ((i + LEAD) % G::STAGES) * G::STAGE_BYTES;
@@ -576,6 +586,8 @@ __device__ __forceinline__ void gemm90c(const float* __restrict__ R, const float
     for (int j = 0; j < ND; j++) keep(d[j]);
     wg_wait<1>();
     hold(aprev, dprev, never, smem0);
+    cluster_wait();    // every block of the cluster has finished step i - 1
+    cluster_arrive();  // this block has finished step i (tiles <= i - 1 retired, tile i waited for)
   };
   unsigned a0[BK / 8][4] = {}, a1[BK / 8][4] = {};
   unsigned long long q0[BK / 8] = {}, q1[BK / 8] = {};
@@ -589,7 +601,7 @@ __device__ __forceinline__ void gemm90c(const float* __restrict__ R, const float
 #pragma unroll
   for (int j = 0; j < ND; j++) keep(d[j]);
   cp_wait<0>();
-  cluster_sync();  // no block leaves while a peer's push into it or out of it may be under way
+  cluster_wait();  // every block past its last step: no push into or out of this one under way
 
   const int M = OUT_T ? Sdim : Rdim, N = OUT_T ? Rdim : Sdim;
   float* out = splits > 1 ? W + (long long)blockIdx.z * M * N : C;

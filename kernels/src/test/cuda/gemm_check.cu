@@ -6,8 +6,9 @@
 // float64 host product (every element of the small ones, 4096 sampled elements, edges included,
 // of the large ones), and times both (median of 5 rounds of back-to-back launches between CUDA
 // events). Build: build-gemm-check.sh (static CUDA runtime, sm_90a). Usage:
-//   gemm_check [--quick] [NAME...]   (--quick: correctness only, one timed launch; NAME: only
-//                                     the shapes whose name starts with one of these)
+//   gemm_check [--quick] [--old-plan] [NAME...]   (--quick: correctness only, one timed launch;
+//     --old-plan: without hopperShape's 256-wide split; NAME: only the shapes whose name starts
+//     with one of these)
 // Exit status 0 when every wgmma result is within the TF32 bound, 1 otherwise.
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -39,6 +40,7 @@ typedef void (*Gemm90Fn)(const float*, const float*, float*, int, int, int, int,
                          const float*, const float*, int, int, float*, int);
 
 static int g_sms = 132;
+static bool g_wideSplit = true;  // --old-plan: the plan before the 256-wide split (false)
 static float* g_work = nullptr;    // split-K partial sums, 4 Mi floats (TrainingKernels)
 static float* g_trans = nullptr;   // the transposed B of a TN product
 static const long long WORK_FLOATS = 4LL << 20;
@@ -111,7 +113,13 @@ static Plan90 plan90(bool ta, bool tb, int m, int n, int k) {
   long long blocks = p.bs == 256 ? t256 : t128;
   long long tilesK = (k + 31) / 32;
   long long s = 1;
-  if (blocks * 2 <= g_sms) {
+  if (g_wideSplit && k >= 1024 && t128 * 2 > g_sms && t256 * 2 <= g_sms) {
+    // TrainingKernels.hopperShape: 128-wide blocks would run unsplit short of two waves, the
+    // 256-wide ones split K to fill the machine
+    p.bs = 256;
+    s = std::min(std::min((long long)g_sms / t256, 16LL), tilesK / 4);
+    s = std::max(1LL, std::min(s, WORK_FLOATS / ((long long)m * n)));
+  } else if (blocks * 2 <= g_sms) {
     s = std::min(std::min((long long)g_sms / blocks, 16LL), tilesK / 4);
     s = std::min(s, WORK_FLOATS / ((long long)m * n));
     s = std::max(1LL, s);
@@ -294,6 +302,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (strcmp(argv[i], "--old-plan") == 0) g_wideSplit = false;
     else only.push_back(argv[i]);
   }
   g_tolScale = std::ldexp(1.0, -9);
@@ -435,19 +444,22 @@ int main(int argc, char** argv) {
         if (y.ms < bestMs) { bestMs = y.ms; bestCl = cl; }
       }
       snprintf(best, sizeof best, "%s %.2fx", CL_NAME[bestCl], w.ms / bestMs);
-      // large products: the other block widths and twice the split, every kernel, for tuning
+      // large products: the other block widths, no split, the plan's and twice it, for tuning
       // TrainingKernels.hopperShape (checked too)
       if ((long long)m * n * k >= (1LL << 26)) {
         long long tilesK = (k + 31) / 32;
         for (int bs = 128; bs <= 256; bs *= 2) {
-          for (int sp = p.splits; sp <= 2 * p.splits; sp += p.splits) {
-            if ((bs == p.bs && sp == p.splits) || sp > tilesK ||
+          int sps[3] = {1, p.splits, 2 * p.splits};
+          for (int si = 0; si < 3; si++) {
+            int sp = sps[si];
+            bool dup = si == 1 && p.splits == 1;  // = sps[0]
+            if (dup || (bs == p.bs && sp == p.splits) || sp > tilesK ||
                 (sp > 1 && (long long)sp * m * n > WORK_FLOATS))
               continue;
             char one[160];
             snprintf(one, sizeof one, "\n      %3dx%-2d", bs, sp);
             alts += one;
-            for (int cl = 0; cl <= 3; cl++) {
+            for (int cl = 0; cl <= 2; cl++) {  // q 2x2: the slowest in every run so far
               Plan90 v = p;
               v.bs = bs;
               v.splits = sp;
@@ -471,7 +483,7 @@ int main(int argc, char** argv) {
   }
   printf("err: max |c - ref| / sum|a b| (float64 ref); FAIL: beyond (2^-9 + k 2^-24) sum|a b|; "
          "cfg: BS x splits; c, r, q: the cluster kernels gemm90{c,r,q}_* at the wgmma plan; "
-         "indented: the other BS x splits (from 2^26 multiply-adds), every kernel\n");
+         "indented: the other BS x splits (from 2^26 multiply-adds), plain, c and r\n");
   printf("%s: %d failure(s)\n", failures ? "FAILED" : "ALL OK", failures);
   return failures ? 1 : 0;
 }
