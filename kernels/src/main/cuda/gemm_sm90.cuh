@@ -684,8 +684,8 @@ TREELINE_GEMM90(gemm90x_tt_256, 256, false, false, !TREELINE_GEMM90_OVERLAP, A, 
   TREELINE_GEMM90C(gemm90##P##_nn_256, 256, false, true, CX, CY, B, A, N, M, ldb, lda)             \
   TREELINE_GEMM90C(gemm90##P##_tt_128, 128, false, false, CX, CY, A, B, M, N, lda, ldb)            \
   TREELINE_GEMM90C(gemm90##P##_tt_256, 256, false, false, CX, CY, A, B, M, N, lda, ldb)
+#ifdef TREELINE_GEMM90_CLUSTER_VARIANTS  // the harness only: TrainingKernels does not use them
 TREELINE_GEMM90C_SET(c, 2, 1)
-#ifdef TREELINE_GEMM90_CLUSTER_VARIANTS  // the harness: the other cluster shapes too
 TREELINE_GEMM90C_SET(r, 1, 2)
 TREELINE_GEMM90C_SET(q, 2, 2)
 #endif
