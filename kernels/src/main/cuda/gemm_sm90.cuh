@@ -366,6 +366,9 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
 // stage of tile i - 1 (pushed out and in, both waited for at step i - 1) are safe. The
 // grid is padded to multiples of CX, CY: a block past the matrix loads zeros (zero fill) and
 // stores nothing (the epilogue's bounds).
+// Measured (H200, gemm_check, 2026-12-03 17:34 UTC, docs/BENCHMARKS.md): correct at all 36
+// shapes, but 0.79-0.94x of gemm90 at the large ones (4096^3 NN: r 1x2 0.656 ms against 0.619),
+// so only the harness builds them (TREELINE_GEMM90_CLUSTER_VARIANTS).
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
                    : "memory");

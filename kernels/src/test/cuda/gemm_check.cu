@@ -5,7 +5,8 @@
 // launches them, forced on even where TrainingKernels would not pick them), compares both with a
 // float64 host product (every element of the small ones, 4096 sampled elements, edges included,
 // of the large ones), and times both (median of 5 rounds of back-to-back launches between CUDA
-// events). Build: build-gemm-check.sh (static CUDA runtime, sm_90a). Usage:
+// events), beside the cluster kernels gemm90{c,r,q}_* at the same plan and, for the large
+// products, other block widths and splits. Build: build-gemm-check.sh (static CUDA runtime, sm_90a). Usage:
 //   gemm_check [--quick] [--old-plan] [NAME...]   (--quick: correctness only, one timed launch;
 //     --old-plan: without hopperShape's 256-wide split; NAME: only the shapes whose name starts
 //     with one of these)

@@ -265,7 +265,7 @@ public final class TrainingKernels implements AutoCloseable {
       // fill the machine move less through L2 per multiply-add. 512 x 4096 x 4096 (the 20M
       // model's forward and input gradient, 64 such blocks split 2 ways): 0.0913 / 0.1098 ms
       // against 0.1007 / 0.1134 for 128 unsplit blocks of 128 x 128 (H200, gemm_check,
-      // 2026-12-03 17:11 UTC)
+      // 2026-12-03 17:11 UTC; 0.0916 / 0.1104 as the plan at 17:34). At K = 784 it was slower.
       bs = 256;
       splits = Math.min(Math.min(sms / t256, MAX_SPLITS), slices / 4);
       splits = Math.max(1, Math.min(splits, WORKSPACE_FLOATS / ((long) m * n)));
