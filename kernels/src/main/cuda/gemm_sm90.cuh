@@ -345,6 +345,289 @@ __device__ __forceinline__ void gemm90(const float* __restrict__ R, const float*
   }
 }
 
+
+// ---- thread-block clusters: CX x CY blocks share operand tiles (halving their L2 reads) ----
+//
+// gemm90c<BS, R_KMAJ, OUT_T, CX, CY>: the OVERLAP pipeline of gemm90 in clusters of CX x CY
+// blocks (1 or 2 each). The blocks of a cluster row (same blockIdx.y, so the same s0) need the
+// same S tile: with CX = 2 each copies half of it (rows [cx BS / 2, (cx + 1) BS / 2) of the
+// tile) from global memory into its own stage and then pushes that byte range (already
+// swizzled, contiguous) into the peer's stage at the same offset with one
+// cp.async.bulk.shared::cluster (DSMEM), completing on the peer's mbarrier of that stage. The
+// same with CY = 2 for R (the blocks of a cluster column share r0): half the k rows (R [k][r])
+// or half the r rows (R [r][k]) of the padded tile. A tile's own part is waited for one step
+// ahead (cp.async.wait_group), pushed, and the peer's part waited for on the mbarrier when the
+// tile is multiplied, so a push has one k-tile of time. Cluster barrier, split: step i ends by
+// waiting for every block's arrival at the end of step i - 1, then arriving itself, so a block
+// one step ahead does not stall, and at step i + 1 (past __syncthreads) every block of the
+// cluster has finished step i - 1: retired the wgmma groups of tiles <= i - 2 and waited for the
+// pushes of tiles <= i - 1. So its push of tile i + 2 into a peer's stage (last held tile
+// i + 2 - STAGES, retired at step i + 3 - STAGES <= i - 1: STAGES >= 4) and its refill of the
+// stage of tile i - 1 (pushed out and in, both waited for at step i - 1) are safe. The
+// grid is padded to multiples of CX, CY: a block past the matrix loads zeros (zero fill) and
+// stores nothing (the epilogue's bounds).
+// Measured (H200, gemm_check, 2026-12-03 17:34 UTC, docs/BENCHMARKS.md): correct at all 36
+// shapes, but 0.79-0.94x of gemm90 at the large ones (4096^3 NN: r 1x2 0.656 ms against 0.619),
+// so only the harness builds them (TREELINE_GEMM90_CLUSTER_VARIANTS).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned mapa(unsigned addr, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_arrive(unsigned bar, unsigned bytes) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(bar),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nWAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// bytes (a multiple of 16) from this block's shared src to the peer's shared dst (both
+// shared::cluster addresses of the peer from mapa for dst and bar), complete_tx on bar
+__device__ __forceinline__ void push(unsigned dst, unsigned src, unsigned bytes, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+      "r"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
+template <int BS, bool R_KMAJ> struct Halves {
+  static constexpr int S_HALF = BS / 2 * 128;                            // BS / 2 rows of 128 B
+  static constexpr int R_HALF = R_KMAJ ? BR / 2 * LD_RK * 4 : BK / 2 * LD_KR * 4;
+  static_assert(S_HALF % 16 == 0 && R_HALF % 16 == 0, "bulk copies of 16-byte multiples");
+};
+
+// load_tile's copies, restricted to this block's part: S rows [sh * BS / 2, ..) when SPLIT_S,
+// R rows (k rows [k][r] or r rows [r][k]) [rh * half, ..) when SPLIT_R
+template <int BS, bool R_KMAJ, bool SPLIT_S, bool SPLIT_R>
+__device__ __forceinline__ void load_part(unsigned sS, unsigned sR, const float* __restrict__ R,
+                                          const float* __restrict__ S, int Rdim, int Sdim, int K,
+                                          int ldr, int lds, int r0, int s0, int k0, int sh,
+                                          int rh) {
+  const int tid = threadIdx.x;
+  constexpr int SCH = BS * 8 / (SPLIT_S ? 2 : 1);  // 16-byte chunks of S this block copies
+  const int sBase = SPLIT_S ? sh * (BS / 2) : 0;
+  static_assert(SCH % THREADS == 0, "whole copy rounds");
+#pragma unroll
+  for (int q = 0; q < SCH / THREADS; q++) {
+    int e = tid + q * THREADS;
+    int s = sBase + (e >> 3), c = e & 7;
+    int gs = s0 + s, gk = k0 + c * 4;
+    int bytes = gs < Sdim ? 4 * min(4, max(0, K - gk)) : 0;
+    const float* src = bytes ? S + (long long)gs * lds + gk : S;
+    cp16(sS + s * 128 + ((c ^ (s & 7)) << 4), src, bytes);
+  }
+  if constexpr (R_KMAJ) {
+    constexpr int RCH = BR * 8 / (SPLIT_R ? 2 : 1);
+    const int rBase = SPLIT_R ? rh * (BR / 2) : 0;
+    static_assert(RCH % THREADS == 0, "whole copy rounds");
+#pragma unroll
+    for (int q = 0; q < RCH / THREADS; q++) {
+      int e = tid + q * THREADS;
+      int r = rBase + (e >> 3), c = e & 7;
+      int gr = r0 + r, gk = k0 + c * 4;
+      int bytes = gr < Rdim ? 4 * min(4, max(0, K - gk)) : 0;
+      const float* src = bytes ? R + (long long)gr * ldr + gk : R;
+      cp16(sR + (r * LD_RK + c * 4) * 4, src, bytes);
+    }
+  } else {
+    constexpr int RCH = BK * (BR / 4) / (SPLIT_R ? 2 : 1);
+    const int kBase = SPLIT_R ? rh * (BK / 2) : 0;
+    static_assert(RCH % THREADS == 0, "whole copy rounds");
+#pragma unroll
+    for (int q = 0; q < RCH / THREADS; q++) {
+      int e = tid + q * THREADS;
+      int k = kBase + e / (BR / 4), c = e % (BR / 4);
+      int gk = k0 + k, gr = r0 + c * 4;
+      int bytes = gk < K ? 4 * min(4, max(0, Rdim - gr)) : 0;
+      const float* src = bytes ? R + (long long)gk * ldr + gr : R;
+      cp16(sR + (k * LD_KR + c * 4) * 4, src, bytes);
+    }
+  }
+}
+
+// dynamic shared memory of gemm90c: gemm90's plus one 8-byte mbarrier a stage
+template <int BS> constexpr int smem_cluster() { return Cfg<BS>::SMEM + 128; }
+
+template <int BS, bool R_KMAJ, bool OUT_T, int CX, int CY>
+__device__ __forceinline__ void gemm90c(const float* __restrict__ R, const float* __restrict__ S,
+                                        float* __restrict__ C, int Rdim, int Sdim, int K, int ldr,
+                                        int lds, int ldc, const float* __restrict__ bias,
+                                        const float* __restrict__ mask, int ldmask, int relu,
+                                        float* __restrict__ W, int splits) {
+  using G = Cfg<BS>;
+  using H = Halves<BS, R_KMAJ>;
+  constexpr bool SPLIT_S = CX == 2, SPLIT_R = CY == 2;
+  static_assert((CX == 1 || CX == 2) && (CY == 1 || CY == 2) && CX * CY > 1, "2 or 4 blocks");
+  static_assert(G::SMEM + 128 <= 227 * 1024, "barriers fit");
+  constexpr int ND = BS / 2;
+  constexpr int LEAD = G::STAGES - 2;  // the OVERLAP pipeline
+  static_assert(LEAD >= 2 && G::STAGES >= 4, "own parts waited for one tile ahead");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const unsigned smem0 = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
+  const unsigned bars = smem0 + G::STAGES * G::STAGE_BYTES;  // STAGES mbarriers
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int wg = warp >> 2, wi = warp & 3, g = lane >> 2, t = lane & 3;
+  const int r0 = blockIdx.x * BR, s0 = blockIdx.y * BS;
+  // rank in the cluster: x fastest; the S peer differs in x (same s0), the R peer in y (same r0)
+  const unsigned rank = cluster_rank();
+  const int cx = CX == 2 ? (int)(rank & 1) : 0;
+  const int cy = CY == 2 ? (int)(rank / CX) & 1 : 0;
+  const unsigned sPeer = rank ^ 1u, rPeer = rank ^ (unsigned)CX;
+  const int tilesK = (K + BK - 1) / BK;
+  const int kt0 = (int)((long long)blockIdx.z * tilesK / splits);
+  const int kt1 = (int)((long long)(blockIdx.z + 1) * tilesK / splits);
+  const int nt = kt1 - kt0;
+  constexpr unsigned PEER_BYTES = (SPLIT_S ? H::S_HALF : 0) + (SPLIT_R ? H::R_HALF : 0);
+
+  if (tid == 0) {
+    for (int s = 0; s < G::STAGES; s++) mbar_init(bars + 8 * s, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+
+  float d[ND];
+#pragma unroll
+  for (int i = 0; i < ND; i++) d[i] = 0.0f;
+
+#pragma unroll
+  for (int p = 0; p < LEAD; p++) {
+    if (p < nt) {
+      unsigned st = smem0 + p * G::STAGE_BYTES;
+      load_part<BS, R_KMAJ, SPLIT_S, SPLIT_R>(st, st + G::S_BYTES, R, S, Rdim, Sdim, K, ldr, lds,
+                                              r0, s0, (kt0 + p) * BK, cx, cy);
+    }
+    cp_commit();
+  }
+  // this block's part of tile j (landed, fenced, barrier passed) to the peers' stage of tile j;
+  // expects the peers' parts of tile j on this block's barrier of that stage
+  auto share = [&](int j) {
+    if (tid == 0 && j < nt) {
+      const unsigned st = smem0 + (j % G::STAGES) * G::STAGE_BYTES;
+      const unsigned bar = bars + 8 * (j % G::STAGES);
+      mbar_expect_arrive(bar, PEER_BYTES);
+      if constexpr (SPLIT_S) {
+        unsigned src = st + cx * H::S_HALF;
+        push(mapa(src, sPeer), src, H::S_HALF, mapa(bar, sPeer));
+      }
+      if constexpr (SPLIT_R) {
+        unsigned src = st + G::S_BYTES + cy * H::R_HALF;
+        push(mapa(src, rPeer), src, H::R_HALF, mapa(bar, rPeer));
+      }
+    }
+  };
+  cp_wait<LEAD - 1>();  // tile 0's own part
+  fence_proxy_async();
+  cluster_sync();       // every block: barriers initialised, own part of tile 0 in place
+  share(0);
+  cluster_arrive();     // "step -1 done" (each step ends waiting for the previous step's arrival)
+
+  const int fr = wg * 64 + wi * 16 + g;
+  const unsigned never = splits < 0 ? 1u : 0u;
+  auto step = [&](int i, unsigned (&a)[BK / 8][4], unsigned long long (&dsc)[BK / 8],
+                  unsigned (&aprev)[BK / 8][4], unsigned long long (&dprev)[BK / 8]) {
+    cp_wait<LEAD - 2>();  // own part of tile i + 1 has landed (this thread's copies)
+    fence_proxy_async();  // visible to the async proxy (the bulk copy, wgmma)
+    __syncthreads();      // everyone's copies; and, from step i - 1's end, every peer is past step i - 2
+    share(i + 1);
+    if (i + LEAD < nt) {
+      unsigned st = smem0 + ((i + LEAD) % G::STAGES) * G::STAGE_BYTES;
+      load_part<BS, R_KMAJ, SPLIT_S, SPLIT_R>(st, st + G::S_BYTES, R, S, Rdim, Sdim, K, ldr, lds,
+                                              r0, s0, (kt0 + i + LEAD) * BK, cx, cy);
+    }
+    cp_commit();
+    mbar_wait(bars + 8 * (i % G::STAGES), (unsigned)(i / G::STAGES) & 1u);  // the peers' parts
+    const unsigned st = smem0 + (i % G::STAGES) * G::STAGE_BYTES;
+    const float* rt = reinterpret_cast<const float*>(
+        smem_raw + (st + G::S_BYTES - (unsigned)__cvta_generic_to_shared(smem_raw)));
+#pragma unroll
+    for (int kk = 0; kk < BK / 8; kk++) {
+      int k = kk * 8 + t;
+      if constexpr (R_KMAJ) {
+        a[kk][0] = __float_as_uint(rt[fr * LD_RK + k]);
+        a[kk][1] = __float_as_uint(rt[(fr + 8) * LD_RK + k]);
+        a[kk][2] = __float_as_uint(rt[fr * LD_RK + k + 4]);
+        a[kk][3] = __float_as_uint(rt[(fr + 8) * LD_RK + k + 4]);
+      } else {
+        a[kk][0] = __float_as_uint(rt[k * LD_KR + fr]);
+        a[kk][1] = __float_as_uint(rt[k * LD_KR + fr + 8]);
+        a[kk][2] = __float_as_uint(rt[(k + 4) * LD_KR + fr]);
+        a[kk][3] = __float_as_uint(rt[(k + 4) * LD_KR + fr + 8]);
+      }
+      dsc[kk] = sw128_desc(st + kk * 32);
+    }
+    pin(a, dsc);
+#pragma unroll
+    for (int j = 0; j < ND; j++) keep(d[j]);
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 8; kk++) Mma<BS>::run(d, a[kk], dsc[kk]);
+    wg_commit();
+#pragma unroll
+    for (int j = 0; j < ND; j++) keep(d[j]);
+    wg_wait<1>();
+    hold(aprev, dprev, never, smem0);
+    cluster_wait();    // every block of the cluster has finished step i - 1
+    cluster_arrive();  // this block has finished step i (tiles <= i - 1 retired, tile i waited for)
+  };
+  unsigned a0[BK / 8][4] = {}, a1[BK / 8][4] = {};
+  unsigned long long q0[BK / 8] = {}, q1[BK / 8] = {};
+  for (int i = 0; i < nt; i += 2) {
+    step(i, a0, q0, a1, q1);
+    if (i + 1 < nt) step(i + 1, a1, q1, a0, q0);
+  }
+  wg_wait<0>();
+  hold(a0, q0, never, smem0);
+  hold(a1, q1, never, smem0);
+#pragma unroll
+  for (int j = 0; j < ND; j++) keep(d[j]);
+  cp_wait<0>();
+  cluster_wait();  // every block past its last step: no push into or out of this one under way
+
+  const int M = OUT_T ? Sdim : Rdim, N = OUT_T ? Rdim : Sdim;
+  float* out = splits > 1 ? W + (long long)blockIdx.z * M * N : C;
+  const int ldo = splits > 1 ? N : ldc;
+#pragma unroll
+  for (int j = 0; j < BS / 8; j++) {
+#pragma unroll
+    for (int v = 0; v < 4; v++) {
+      int rr = r0 + fr + (v >> 1) * 8, ss = s0 + j * 8 + 2 * t + (v & 1);
+      int gi = OUT_T ? ss : rr, gj = OUT_T ? rr : ss;
+      if (rr < Rdim && ss < Sdim) {
+        float x = d[4 * j + v];
+        if (splits == 1) {
+          if (bias) x += bias[gj];
+          if (relu) x = fmaxf(x, 0.0f);
+          if (mask && !(mask[(long long)gi * ldmask + gj] > 0.0f)) x = 0.0f;
+        }
+        out[(long long)gi * ldo + gj] = x;
+      }
+    }
+  }
+}
+
 }  // namespace sm90
 
 // gemm90_{nt,nn,tt}_{128,256}(A, B, C, M, N, K, lda, ldb, ldc, bias, mask, ldmask, relu, W,
@@ -383,6 +666,34 @@ TREELINE_GEMM90(gemm90x_tt_128, 128, false, false, !TREELINE_GEMM90_OVERLAP, A, 
 TREELINE_GEMM90(gemm90x_tt_256, 256, false, false, !TREELINE_GEMM90_OVERLAP, A, B, M, N, lda, ldb)
 #endif
 #undef TREELINE_GEMM90
+
+// gemm90{c,r,q}_{nt,nn,tt}_{128,256}: gemm90c in clusters, same arguments as gemm90_*: c: 2 x 1
+// blocks share S, r: 1 x 2 share R, q: 2 x 2 share both. Grid: ceil(Rdim / 128) rounded up to a
+// multiple of CX x ceil(Sdim / BS) rounded up to a multiple of CY x splits; dynamic shared
+// memory sm90::smem_cluster<BS>().
+#define TREELINE_GEMM90C(NAME, BS, RK, OT, CX, CY, RPTR, SPTR, RDIM, SDIM, LDR, LDS)             \
+  extern "C" __global__ void __cluster_dims__(CX, CY, 1) __launch_bounds__(sm90::THREADS, 1)   \
+  NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, \
+       int N, int K, int lda, int ldb, int ldc, const float* __restrict__ bias,                \
+       const float* __restrict__ mask, int ldmask, int relu, float* __restrict__ W,            \
+       int splits) {                                                                          \
+    sm90::gemm90c<BS, RK, OT, CX, CY>(RPTR, SPTR, C, RDIM, SDIM, K, LDR, LDS, ldc, bias, mask, \
+                                      ldmask, relu, W, splits);                               \
+  }
+#define TREELINE_GEMM90C_SET(P, CX, CY)                                                            \
+  TREELINE_GEMM90C(gemm90##P##_nt_128, 128, true, false, CX, CY, A, B, M, N, lda, ldb)             \
+  TREELINE_GEMM90C(gemm90##P##_nt_256, 256, true, false, CX, CY, A, B, M, N, lda, ldb)             \
+  TREELINE_GEMM90C(gemm90##P##_nn_128, 128, false, true, CX, CY, B, A, N, M, ldb, lda)             \
+  TREELINE_GEMM90C(gemm90##P##_nn_256, 256, false, true, CX, CY, B, A, N, M, ldb, lda)             \
+  TREELINE_GEMM90C(gemm90##P##_tt_128, 128, false, false, CX, CY, A, B, M, N, lda, ldb)            \
+  TREELINE_GEMM90C(gemm90##P##_tt_256, 256, false, false, CX, CY, A, B, M, N, lda, ldb)
+#ifdef TREELINE_GEMM90_CLUSTER_VARIANTS  // the harness only: TrainingKernels does not use them
+TREELINE_GEMM90C_SET(c, 2, 1)
+TREELINE_GEMM90C_SET(r, 1, 2)
+TREELINE_GEMM90C_SET(q, 2, 2)
+#endif
+#undef TREELINE_GEMM90C_SET
+#undef TREELINE_GEMM90C
 
 // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (32 x 32 tiles through shared
 // memory; grid ceil(cols / 32) x ceil(rows / 32), 32 x 8 threads): B [k][n] -> [n][k] before a

@@ -5,9 +5,11 @@
 // launches them, forced on even where TrainingKernels would not pick them), compares both with a
 // float64 host product (every element of the small ones, 4096 sampled elements, edges included,
 // of the large ones), and times both (median of 5 rounds of back-to-back launches between CUDA
-// events). Build: build-gemm-check.sh (static CUDA runtime, sm_90a). Usage:
-//   gemm_check [--quick] [NAME...]   (--quick: correctness only, one timed launch; NAME: only
-//                                     the shapes whose name starts with one of these)
+// events), beside the cluster kernels gemm90{c,r,q}_* at the same plan and, for the large
+// products, other block widths and splits. Build: build-gemm-check.sh (static CUDA runtime, sm_90a). Usage:
+//   gemm_check [--quick] [--old-plan] [NAME...]   (--quick: correctness only, one timed launch;
+//     --old-plan: without hopperShape's 256-wide split; NAME: only the shapes whose name starts
+//     with one of these)
 // Exit status 0 when every wgmma result is within the TF32 bound, 1 otherwise.
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -18,7 +20,7 @@
 #include <string>
 #include <vector>
 #include "../../main/cuda/training.cuh"
-#define TREELINE_GEMM90_VARIANTS  // gemm90x_*: the other pipeline (TREELINE_GEMM90_OVERLAP)
+#define TREELINE_GEMM90_CLUSTER_VARIANTS  // gemm90r_*, gemm90q_*: the other cluster shapes
 #include "../../main/cuda/gemm_sm90.cuh"
 
 static const char* g_current = "setup";  // the shape and path under way, for error lines
@@ -39,6 +41,7 @@ typedef void (*Gemm90Fn)(const float*, const float*, float*, int, int, int, int,
                          const float*, const float*, int, int, float*, int);
 
 static int g_sms = 132;
+static bool g_wideSplit = true;  // --old-plan: the plan before the 256-wide split (false)
 static float* g_work = nullptr;    // split-K partial sums, 4 Mi floats (TrainingKernels)
 static float* g_trans = nullptr;   // the transposed B of a TN product
 static const long long WORK_FLOATS = 4LL << 20;
@@ -88,11 +91,14 @@ struct Plan90 {
   bool ok;
   int bs, splits, rdim, sdim;
   const char* why;
-  bool other;  // the gemm90x_* kernels (the pipeline the cubin does not use)
+  int cl;  // 0: gemm90_* (no cluster); 1, 2, 3: gemm90c_* (2 x 1 share S), gemm90r_* (1 x 2
+          // share R), gemm90q_* (2 x 2 share both)
 };
+static const int CL_X[4] = {1, 2, 1, 2}, CL_Y[4] = {1, 1, 2, 2};
+static const char* CL_NAME[4] = {"wgmma", "c 2x1", "r 1x2", "q 2x2"};
 
 static Plan90 plan90(bool ta, bool tb, int m, int n, int k) {
-  Plan90 p = {false, 128, 1, 0, 0, "", false};
+  Plan90 p = {false, 128, 1, 0, 0, "", 0};
   if (k == 0 || m == 0 || n == 0) { p.why = "empty"; return p; }
   bool nn = !ta && !tb;
   p.rdim = nn ? n : m;  // NN: R = B, S = A; NT, TT, TN (as TT): R = A, S = B
@@ -108,7 +114,13 @@ static Plan90 plan90(bool ta, bool tb, int m, int n, int k) {
   long long blocks = p.bs == 256 ? t256 : t128;
   long long tilesK = (k + 31) / 32;
   long long s = 1;
-  if (blocks * 2 <= g_sms) {
+  if (g_wideSplit && k >= 1024 && t128 * 2 > g_sms && t256 * 2 <= g_sms) {
+    // TrainingKernels.hopperShape: 128-wide blocks would run unsplit short of two waves, the
+    // 256-wide ones split K to fill the machine
+    p.bs = 256;
+    s = std::min(std::min((long long)g_sms / t256, 16LL), tilesK / 4);
+    s = std::max(1LL, std::min(s, WORK_FLOATS / ((long long)m * n)));
+  } else if (blocks * 2 <= g_sms) {
     s = std::min(std::min((long long)g_sms / blocks, 16LL), tilesK / 4);
     s = std::min(s, WORK_FLOATS / ((long long)m * n));
     s = std::max(1LL, s);
@@ -121,12 +133,18 @@ static Plan90 plan90(bool ta, bool tb, int m, int n, int k) {
 static void launch_new(const Plan90& p, const float* A, bool ta, int lda, const float* B,
                        bool tb, int ldb, float* C, int ldc, int m, int n, int k,
                        const float* bias, bool relu, const float* mask, int ldmask) {
-  static Gemm90Fn fns[2][3][2] = {{{gemm90_nt_128, gemm90_nt_256},
+  static Gemm90Fn fns[4][3][2] = {{{gemm90_nt_128, gemm90_nt_256},
                                    {gemm90_nn_128, gemm90_nn_256},
                                    {gemm90_tt_128, gemm90_tt_256}},
-                                  {{gemm90x_nt_128, gemm90x_nt_256},
-                                   {gemm90x_nn_128, gemm90x_nn_256},
-                                   {gemm90x_tt_128, gemm90x_tt_256}}};
+                                  {{gemm90c_nt_128, gemm90c_nt_256},
+                                   {gemm90c_nn_128, gemm90c_nn_256},
+                                   {gemm90c_tt_128, gemm90c_tt_256}},
+                                  {{gemm90r_nt_128, gemm90r_nt_256},
+                                   {gemm90r_nn_128, gemm90r_nn_256},
+                                   {gemm90r_tt_128, gemm90r_tt_256}},
+                                  {{gemm90q_nt_128, gemm90q_nt_256},
+                                   {gemm90q_nn_128, gemm90q_nn_256},
+                                   {gemm90q_tt_128, gemm90q_tt_256}}};
   if (ta && !tb) {  // TN: B [k][n] -> Bt [n][k], then TT
     int ldt = (k + 3) / 4 * 4;
     dim3 grid((n + 31) / 32, (k + 31) / 32);
@@ -136,10 +154,14 @@ static void launch_new(const Plan90& p, const float* A, bool ta, int lda, const 
     tb = true;
   }
   int which = (!ta && tb) ? 0 : (!ta && !tb) ? 1 : 2;
-  Gemm90Fn f = fns[p.other ? 1 : 0][which][p.bs == 256 ? 1 : 0];
-  int smem = p.bs == 256 ? sm90::Cfg<256>::SMEM : sm90::Cfg<128>::SMEM;
+  Gemm90Fn f = fns[p.cl][which][p.bs == 256 ? 1 : 0];
+  int smem = p.cl == 0 ? (p.bs == 256 ? sm90::Cfg<256>::SMEM : sm90::Cfg<128>::SMEM)
+                       : (p.bs == 256 ? sm90::smem_cluster<256>() : sm90::smem_cluster<128>());
   float* W = p.splits > 1 ? g_work : nullptr;
-  dim3 grid((p.rdim + 127) / 128, (p.sdim + p.bs - 1) / p.bs, p.splits);
+  int gx = (p.rdim + 127) / 128, gy = (p.sdim + p.bs - 1) / p.bs;
+  gx = (gx + CL_X[p.cl] - 1) / CL_X[p.cl] * CL_X[p.cl];  // clusters: padded grid
+  gy = (gy + CL_Y[p.cl] - 1) / CL_Y[p.cl] * CL_Y[p.cl];
+  dim3 grid(gx, gy, p.splits);
   f<<<grid, sm90::THREADS, smem>>>(A, B, C, m, n, k, lda, ldb, ldc, bias, mask, ldmask, relu, W,
                                    p.splits);
   if (p.splits > 1) {
@@ -183,7 +205,7 @@ static Result check_and_time(const Case& c, bool newPath, const Plan90& p, bool 
   bool relu = c.epi == 1;
   static char where[96];
   snprintf(where, sizeof where, "%s %s BS %d splits %d", c.name,
-           newPath ? (p.other ? "wgmma-x" : "wgmma") : "wmma", p.bs, p.splits);
+           newPath ? CL_NAME[p.cl] : "wmma", p.bs, p.splits);
   g_current = where;
   auto run = [&]() {
     if (newPath)
@@ -281,6 +303,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (strcmp(argv[i], "--old-plan") == 0) g_wideSplit = false;
     else only.push_back(argv[i]);
   }
   g_tolScale = std::ldexp(1.0, -9);
@@ -295,18 +318,24 @@ int main(int argc, char** argv) {
     printf("not compute capability 9.0: the sm_90a kernels cannot run here\n");
     return 3;
   }
-  CK(cudaFuncSetAttribute(gemm90_nt_128, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<128>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90_nn_128, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<128>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90_tt_128, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<128>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90_nt_256, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<256>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90_nn_256, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<256>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90_tt_256, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<256>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90x_nt_128, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<128>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90x_nn_128, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<128>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90x_tt_128, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<128>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90x_nt_256, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<256>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90x_nn_256, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<256>::SMEM));
-  CK(cudaFuncSetAttribute(gemm90x_tt_256, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<256>::SMEM));
+  {
+    Gemm90Fn f128[] = {gemm90_nt_128, gemm90_nn_128, gemm90_tt_128};
+    Gemm90Fn f256[] = {gemm90_nt_256, gemm90_nn_256, gemm90_tt_256};
+    Gemm90Fn c128[] = {gemm90c_nt_128, gemm90c_nn_128, gemm90c_tt_128, gemm90r_nt_128,
+                       gemm90r_nn_128, gemm90r_tt_128, gemm90q_nt_128, gemm90q_nn_128,
+                       gemm90q_tt_128};
+    Gemm90Fn c256[] = {gemm90c_nt_256, gemm90c_nn_256, gemm90c_tt_256, gemm90r_nt_256,
+                       gemm90r_nn_256, gemm90r_tt_256, gemm90q_nt_256, gemm90q_nn_256,
+                       gemm90q_tt_256};
+    for (Gemm90Fn f : f128)
+      CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<128>::SMEM));
+    for (Gemm90Fn f : f256)
+      CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::Cfg<256>::SMEM));
+    for (Gemm90Fn f : c128)
+      CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::smem_cluster<128>()));
+    for (Gemm90Fn f : c256)
+      CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90::smem_cluster<256>()));
+  }
   CK(cudaMalloc(&g_work, WORK_FLOATS * 4));
   CK(cudaMalloc(&g_trans, TRANS_FLOATS * 4));
 
@@ -353,10 +382,10 @@ int main(int argc, char** argv) {
       {"tail-c-nt", 1021, 13, 4096, false, true, true, 2},
       {"tail-10-nn", 512, 10, 4096, false, false, true, 0},
   };
-  printf("%-11s %5s %5s %5s %2s | %-24s | %-32s | %6s | %-20s | %s\n", "shape", "m", "n", "k",
-         "op", "wmma: err ms TFLOP/s", "wgmma: cfg err ms TFLOP/s", "ratio", "other BS: cfg ms",
-         TREELINE_GEMM90_OVERLAP ? "no-overlap pipeline: ms" : "overlap pipeline: ms");
-  int failures = 0, xfailures = 0;
+  printf("%-11s %5s %5s %5s %2s | %-24s | %-30s | %-14s | %-14s | %-14s | %s\n", "shape", "m",
+         "n", "k", "op", "wmma: err ms TFLOP/s", "wgmma: cfg err ms TFLOP/s", "c 2x1: ms TF/s",
+         "r 1x2: ms TF/s", "q 2x2: ms TF/s", "best cluster / wgmma");
+  int failures = 0;
   for (const Case& c : cases) {
     bool wanted = only.empty();
     for (auto& o : only) wanted |= strncmp(c.name, o.c_str(), o.size()) == 0;
@@ -386,7 +415,8 @@ int main(int argc, char** argv) {
     Plan90 dummy = {};
     Result o = check_and_time(c, false, dummy, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask,
                               lda, ldb, ldc);
-    char oldS[64], newS[96], ratio[16] = "-", alt[48] = "-", xs[48] = "-";
+    char oldS[64], newS[96], cls[3][48] = {"-", "-", "-"}, best[48] = "-";
+    std::string alts;
     snprintf(oldS, sizeof oldS, "%.1e %8.4f %6.1f", o.err, o.ms, gf / o.ms);
     if (o.worst > 1) { failures++; strcat(oldS, " FAIL"); }
     bool aligned = (lda % 4 == 0) && (ldb % 4 == 0);
@@ -401,36 +431,60 @@ int main(int argc, char** argv) {
       snprintf(newS, sizeof newS, "%3dx%d %.1e %8.4f %6.1f%s", p.bs, p.splits, w.err, w.ms,
                gf / w.ms, w.worst > 1 ? " FAIL" : "");
       if (w.worst > 1) failures++;
-      snprintf(ratio, sizeof ratio, "%.2fx", o.ms / w.ms);
-      // the other block width at the same split, for tuning TrainingKernels.hopperShape
-      Plan90 q = p;
-      q.bs = p.bs == 256 ? 128 : 256;
-      Result x = check_and_time(c, true, q, true, dA, dB, dC, dBias, dMask, A, B, bias, mask, lda,
-                                ldb, ldc);
-      if (!quick && (long long)m * n * k >= (1LL << 26)) {
-        x = check_and_time(c, true, q, false, dA, dB, dC, dBias, dMask, A, B, bias, mask, lda,
-                           ldb, ldc);
+      // the cluster kernels at the same plan, checked (in the exit status) and timed
+      float bestMs = 1e30f;
+      int bestCl = 0;
+      for (int cl = 1; cl <= 3; cl++) {
+        Plan90 v = p;
+        v.cl = cl;
+        Result y = check_and_time(c, true, v, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask,
+                                  lda, ldb, ldc);
+        snprintf(cls[cl - 1], sizeof cls[0], "%8.4f %5.1f%s", y.ms, gf / y.ms,
+                 y.worst > 1 ? " FAIL" : "");
+        if (y.worst > 1) failures++;
+        if (y.ms < bestMs) { bestMs = y.ms; bestCl = cl; }
       }
-      snprintf(alt, sizeof alt, "%3dx%d %8.4f%s", q.bs, q.splits, x.ms, x.worst > 1 ? " FAIL" : "");
-      if (x.worst > 1) failures++;
-      // the other pipeline (gemm90x_*), same plan: timed, and checked, but not in the exit status
-      Plan90 v = p;
-      v.other = true;
-      Result y = check_and_time(c, true, v, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask, lda,
-                                ldb, ldc);
-      snprintf(xs, sizeof xs, "%8.4f%s", y.ms, y.worst > 1 ? " FAIL" : "");
-      if (y.worst > 1) xfailures++;
+      snprintf(best, sizeof best, "%s %.2fx", CL_NAME[bestCl], w.ms / bestMs);
+      // large products: the other block widths, no split, the plan's and twice it, for tuning
+      // TrainingKernels.hopperShape (checked too)
+      if ((long long)m * n * k >= (1LL << 26)) {
+        long long tilesK = (k + 31) / 32;
+        for (int bs = 128; bs <= 256; bs *= 2) {
+          int sps[3] = {1, p.splits, 2 * p.splits};
+          for (int si = 0; si < 3; si++) {
+            int sp = sps[si];
+            bool dup = si == 1 && p.splits == 1;  // = sps[0]
+            if (dup || (bs == p.bs && sp == p.splits) || sp > tilesK ||
+                (sp > 1 && (long long)sp * m * n > WORK_FLOATS))
+              continue;
+            char one[160];
+            snprintf(one, sizeof one, "\n      %3dx%-2d", bs, sp);
+            alts += one;
+            for (int cl = 0; cl <= 2; cl++) {  // q 2x2: the slowest in every run so far
+              Plan90 v = p;
+              v.bs = bs;
+              v.splits = sp;
+              v.cl = cl;
+              Result y = check_and_time(c, true, v, quick, dA, dB, dC, dBias, dMask, A, B, bias,
+                                        mask, lda, ldb, ldc);
+              if (y.worst > 1) failures++;
+              snprintf(one, sizeof one, "  %s %8.4f %5.1f%s", CL_NAME[cl], y.ms, gf / y.ms,
+                       y.worst > 1 ? " FAIL" : "");
+              alts += one;
+            }
+          }
+        }
+      }
     }
-    printf("%-11s %5d %5d %5d %c%c | %-24s | %-32s | %6s | %-20s | %s\n", c.name, m, n, k,
-           c.ta ? 'T' : 'N', c.tb ? 'T' : 'N', oldS, newS, ratio, alt, xs);
+    printf("%-11s %5d %5d %5d %c%c | %-24s | %-30s | %-14s | %-14s | %-14s | %s%s\n", c.name, m, n,
+           k, c.ta ? 'T' : 'N', c.tb ? 'T' : 'N', oldS, newS, cls[0], cls[1], cls[2], best,
+           alts.c_str());
     fflush(stdout);
     CK(cudaFree(dA)); CK(cudaFree(dB)); CK(cudaFree(dC)); CK(cudaFree(dBias)); CK(cudaFree(dMask));
   }
   printf("err: max |c - ref| / sum|a b| (float64 ref); FAIL: beyond (2^-9 + k 2^-24) sum|a b|; "
-         "cfg: BS x splits; ratio: wmma ms / wgmma ms; other BS timed only from 2^26 "
-         "multiply-adds (TrainingKernels.HOPPER_MIN_WORK)\n");
-  printf("%s pipeline (gemm90x_*, not in the exit status): %d failure(s)\n",
-         TREELINE_GEMM90_OVERLAP ? "no-overlap" : "overlap", xfailures);
+         "cfg: BS x splits; c, r, q: the cluster kernels gemm90{c,r,q}_* at the wgmma plan; "
+         "indented: the other BS x splits (from 2^26 multiply-adds), plain, c and r\n");
   printf("%s: %d failure(s)\n", failures ? "FAILED" : "ALL OK", failures);
   return failures ? 1 : 0;
 }

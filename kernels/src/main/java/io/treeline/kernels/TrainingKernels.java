@@ -235,7 +235,8 @@ public final class TrainingKernels implements AutoCloseable {
    * multiprocessors. A block covers 128 rows of R by BS columns of S, where (R, S) is (A, B) for
    * NT, TT and TN (TN: B transposed first) and (B, A) for NN (C written transposed): BS = 256
    * where that gives at least a wave of blocks, else 128; K is split when the blocks fill less
-   * than half the multiprocessors (about one block per multiprocessor, each split at least four
+   * than half the multiprocessors, or (K at least {@link #HOPPER_WIDE_MIN_K}) with BS = 256 when
+   * 128-wide blocks would be between one and two waves but 256-wide ones at most half of one (about one block per multiprocessor, each split at least four
    * 32-deep slices, at most 16, the partial sums within the workspace).
    *
    * @return {BS, splits}, or null where the kernels do not take it (k, m or n 0; the transposed B
@@ -255,10 +256,20 @@ public final class TrainingKernels implements AutoCloseable {
     // the wide block only for a full wave and a long K: at 4096 x 4096 x 512 the 128-wide block
     // ran 0.183 ms against 0.243 (H200, gemm_check, 2026-12-03); at K = 4096 the wide one won
     int bs = t256 >= sms && k >= HOPPER_WIDE_MIN_K ? 256 : 128;
-    long blocks = bs == 256 ? t256 : rTiles * ((sDim + 127) / 128);
+    long t128 = rTiles * ((sDim + 127) / 128);
+    long blocks = bs == 256 ? t256 : t128;
     long splits = 1;
-    if (blocks * 2 <= sms) {
-      long slices = (k + HOPPER_BK - 1) / HOPPER_BK;
+    long slices = (k + HOPPER_BK - 1) / HOPPER_BK;
+    if (k >= HOPPER_WIDE_MIN_K && t128 * 2 > sms && t256 * 2 <= sms) {
+      // 128-wide blocks would run unsplit, short of two waves: 256-wide ones with K split to
+      // fill the machine move less through L2 per multiply-add. 512 x 4096 x 4096 (the 20M
+      // model's forward and input gradient, 64 such blocks split 2 ways): 0.0913 / 0.1098 ms
+      // against 0.1007 / 0.1134 for 128 unsplit blocks of 128 x 128 (H200, gemm_check,
+      // 2026-12-03 17:11 UTC; 0.0916 / 0.1104 as the plan at 17:34). At K = 784 it was slower.
+      bs = 256;
+      splits = Math.min(Math.min(sms / t256, MAX_SPLITS), slices / 4);
+      splits = Math.max(1, Math.min(splits, WORKSPACE_FLOATS / ((long) m * n)));
+    } else if (blocks * 2 <= sms) {
       splits = Math.min(Math.min(sms / blocks, MAX_SPLITS), slices / 4);
       splits = Math.max(1, Math.min(splits, WORKSPACE_FLOATS / ((long) m * n)));
     }

@@ -83,13 +83,20 @@ class GemmShapesTest {
     assertArrayEquals(new int[] {128, 1},
         TrainingKernels.hopperShape(true, false, 4096, 4096, 512, sms));
     // its forward (NN: R = B, 4096 / 128 = 32 by 512 / 128 = 4) and input gradient (NT: R = A,
-    // 4 by 4096 / 128 = 32): 128 blocks of 128 x 128, BS = 256 would leave half the SMs idle
-    assertArrayEquals(new int[] {128, 1},
+    // 4 by 4096 / 128 = 32): 128 blocks of 128 x 128 unsplit are less than two waves, so 64
+    // blocks of 128 x 256 with K split 2 ways (measured faster); at K = 784 the 128-wide ones
+    assertArrayEquals(new int[] {256, 2},
         TrainingKernels.hopperShape(false, false, 512, 4096, 4096, sms));
-    assertArrayEquals(new int[] {128, 1},
+    assertArrayEquals(new int[] {256, 2},
         TrainingKernels.hopperShape(false, true, 512, 4096, 4096, sms));
     assertArrayEquals(new int[] {128, 1},
         TrainingKernels.hopperShape(false, false, 512, 4096, 784, sms));
+    // 1021^3: 64 blocks of 128 x 128 are half a wave, split 2 ways as before (the 256-wide
+    // split ran slower); 2048 x 2048 x 2048 NN: 256 blocks of 128 x 128, two waves, no split
+    assertArrayEquals(new int[] {128, 2},
+        TrainingKernels.hopperShape(true, true, 1021, 1021, 1021, sms));
+    assertArrayEquals(new int[] {128, 1},
+        TrainingKernels.hopperShape(false, false, 2048, 2048, 2048, sms));
     // first layer's weight gradient: 7 x 32 blocks of 128 x 128
     assertArrayEquals(new int[] {128, 1},
         TrainingKernels.hopperShape(true, false, 784, 4096, 512, sms));
