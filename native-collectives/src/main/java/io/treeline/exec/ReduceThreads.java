@@ -26,8 +26,16 @@ import java.util.concurrent.locks.LockSupport;
  * construction nothing allocates.
  */
 public final class ReduceThreads implements AutoCloseable {
-  /** Below this many bytes per part a step is not worth a hand-off (a wake-up is ~5-50 us). */
-  public static final long MIN_PART_BYTES = 256 * 1024;
+  /**
+   * Below this many bytes per part a step is not worth a hand-off (a wake-up is ~5-50 us, and a
+   * node whose ranks all copy at once is bound by memory, not cores). 1 MiB from the 16-core
+   * H200 host (docs/BENCHMARKS.md, 2026-12-03 fourth session): at 256 KiB, 4 ranks' 1 MiB calls
+   * ran 1.41-1.65x slower than before the helpers existed; at 1 MiB they are level (0.97) and
+   * 16 / 64 MiB keep most of the gain (0.59 / 0.39). The system property
+   * {@code treeline.reduceMinPartBytes} overrides it (measuring the effect).
+   */
+  public static final long MIN_PART_BYTES = Long.getLong("treeline.reduceMinPartBytes",
+      1024 * 1024);
   /** How long a helper spins for the next part before it parks. */
   public static final long SPIN_NANOS = 50_000;
   /** The most threads (the caller included) one rank uses. */
