@@ -463,14 +463,8 @@ public final class HostCommunicator extends TypedForms implements Communicator {
           FaultInjection.at("between", rank, sequence + 1);
         }
         runOne(allReducePlan(algorithm, count, type), in, 0, out, 0, count, type, op);
-      } catch (CollectiveTimeoutException e) {
-        CollectiveTimeoutException reported = e.withReport(network.describeWaits(
-            REPORT_BUDGET));
-        state.fail(reported);
-        throw reported;
       } catch (RuntimeException | Error e) {
-        state.fail(e);
-        throw e;
+        throw failed(e);
       }
     } finally {
       inline.decrementAndGet();
@@ -828,16 +822,24 @@ public final class HostCommunicator extends TypedForms implements Communicator {
         FaultInjection.at("between", rank, sequence + 1);
       }
       body.run();
-    } catch (CollectiveTimeoutException e) {
-      // who waits for whom, asked before the abort below releases everyone
-      CollectiveTimeoutException reported = e.withReport(network.describeWaits(
-          REPORT_BUDGET));
-      state.fail(reported);
-      throw reported;
     } catch (RuntimeException | Error e) {
-      state.fail(e);
-      throw e;
+      throw failed(e);
     }
+  }
+
+  /**
+   * Records {@code e} as this communicator's failure (telling the peers once) and returns what
+   * to throw: a timeout with the hang report of who waits for whom, asked before the abort
+   * releases everyone; an Error is rethrown from here.
+   */
+  private RuntimeException failed(Throwable e) {
+    Throwable thrown = e instanceof CollectiveTimeoutException t
+        ? t.withReport(network.describeWaits(REPORT_BUDGET)) : e;
+    state.fail(thrown);
+    if (thrown instanceof Error err) {
+      throw err;
+    }
+    return (RuntimeException) thrown;
   }
 
   /**

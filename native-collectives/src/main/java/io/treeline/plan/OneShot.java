@@ -23,25 +23,17 @@ public final class OneShot {
   }
 
   public static Plan allReduce(Topology topo, DataType type, long count, PlanConfig cfg) {
-    requireOneNode(topo, NAME);
-    int[] group = Hierarchical.localGroup(topo, 0);
-    List<Schedule> ranks = Schedule.forRanks(topo.size());
-    for (Schedule s : ranks) {
-      if (group.length == 1) {
-        s.copy(0, count, true);
-        continue;
-      }
-      s.barrier(group, 1);
-      s.reduceFrom(group, Buf.INPUT, 0, count, true);
-      s.barrier(group, 2);
-    }
-    return new Plan(Collective.ALL_REDUCE, NAME, topo, type, count, -1, cfg,
-        Schedule.steps(ranks), List.of(), 0);
+    return allReduce(topo, type, count, cfg, false);
   }
 
   /** The one-shot allreduce ending in a deferred release instead of a second barrier. */
   public static Plan allReduceReleased(Topology topo, DataType type, long count,
       PlanConfig cfg) {
+    return allReduce(topo, type, count, cfg, true);
+  }
+
+  private static Plan allReduce(Topology topo, DataType type, long count, PlanConfig cfg,
+      boolean released) {
     requireOneNode(topo, NAME);
     int[] group = Hierarchical.localGroup(topo, 0);
     List<Schedule> ranks = Schedule.forRanks(topo.size());
@@ -52,7 +44,11 @@ public final class OneShot {
       }
       s.barrier(group, 1);
       s.reduceFrom(group, Buf.INPUT, 0, count, true);
-      s.signal(2);
+      if (released) {
+        s.signal(2); // the peers' reads are awaited before this rank's next copy-in
+      } else {
+        s.barrier(group, 2);
+      }
     }
     return new Plan(Collective.ALL_REDUCE, NAME, topo, type, count, -1, cfg,
         Schedule.steps(ranks), List.of(), 0);
