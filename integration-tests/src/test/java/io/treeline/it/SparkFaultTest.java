@@ -34,6 +34,7 @@ import org.apache.spark.scheduler.StageInfo;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Faults inside a collective of a Spark barrier stage (issue 16, item 4): the fault suite's
@@ -151,9 +152,9 @@ class SparkFaultTest {
       "rank (\\d), peer (\\d), [a-z0-9-]+/(network|intra-node)[^:]*: .*");
 
   @Test
-  void aFaultInsideACollectiveOnTheFirstAttemptIsRetriedAndEveryRankEndsWithTheReference()
-      throws Exception {
-    Path marker = Files.createTempDirectory("treeline-fault").resolve("fired");
+  void aFaultInsideACollectiveOnTheFirstAttemptIsRetriedAndEveryRankEndsWithTheReference(
+      @TempDir Path tmp) throws Exception {
+    Path marker = tmp.resolve("fired");
     System.setProperty(FaultInjection.PROPERTY,
         "rank=2,point=network,call=2,action=throw,once=" + marker);
     Stages stages = new Stages();

@@ -92,13 +92,13 @@ class TreelineCliTest {
   }
 
   @Test
-  void theGpuBenchmarkWithoutAGpuSaysSoAndPlotsACsvFromAGpuMachine() throws Exception {
+  void theGpuBenchmarkWithoutAGpuSaysSoAndPlotsACsvFromAGpuMachine(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
     org.junit.jupiter.api.Assumptions.assumeFalse(
         io.treeline.kernels.GpuDevices.list().available(), "this machine has a GPU");
     Result r = run("bench", "--device", "--ranks", "2");
     assertEquals(1, r.code, r.err);
     assertTrue(r.out.contains("no usable GPU here"), r.out);
-    java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("bench-device");
     java.nio.file.Path csv = dir.resolve("in.csv");
     java.nio.file.Files.writeString(csv, "ranks,mode,gpus,sync,bytes,algo,chosen,time_us,"
         + "algbw_gbps,busbw_gbps,wrong\n2,threads,1,EVENTS,1024,oneshot,oneshot,40.0,0.03,0.03,0\n"

@@ -6,18 +6,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.treeline.exec.CallDescriptor;
 import io.treeline.core.CollectiveException;
 import io.treeline.exec.PeerWatch;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class PeerFlagsTest {
   private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
   /** A local peer's segment owned by a real process that exits without a word. */
   @Test
-  void aDeadLocalProcessIsNoticedWithinASecondNotAfterTenThousandsOfPolls() throws Exception {
-    Path dir = Files.createTempDirectory("treeline-flags");
+  void aDeadLocalProcessIsNoticedWithinASecondNotAfterTenThousandsOfPolls(@TempDir Path dir)
+      throws Exception {
     Process peer = new ProcessBuilder("sleep", "0.3").start();
     try (SharedSegment own = SharedSegment.create(dir.resolve("treeline-t-r0-p1"), 0, 64);
         SharedSegment theirs = SharedSegment.create(dir.resolve("treeline-t-r1-p2"), 1, 64)) {
@@ -39,8 +39,8 @@ class PeerFlagsTest {
   }
 
   @Test
-  void aLocalPeerThatLeftAfterThisCallDoesNotFailItButOneThatLeftBeforeDoes() throws Exception {
-    Path dir = Files.createTempDirectory("treeline-flags");
+  void aLocalPeerThatLeftAfterThisCallDoesNotFailItButOneThatLeftBeforeDoes(@TempDir Path dir)
+      throws Exception {
     try (SharedSegment own = SharedSegment.create(dir.resolve("treeline-t-r0-p1"), 0, 64);
         SharedSegment theirs = SharedSegment.create(dir.resolve("treeline-t-r1-p2"), 1, 64)) {
       long me = ProcessHandle.current().pid();
