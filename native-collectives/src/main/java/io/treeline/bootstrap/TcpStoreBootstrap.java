@@ -271,6 +271,13 @@ public final class TcpStoreBootstrap implements Bootstrap {
       this.outs = new DataOutputStream[size];
       this.left = new boolean[size];
       this.parts = new byte[size][];
+      // the timer exists before the acceptor starts: a rank admitted at once may contribute
+      // (and schedule its round's timeout) before this constructor returns
+      timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "treeline-store-timer");
+        t.setDaemon(true);
+        return t;
+      });
       ServerSocketChannel listener = null;
       try {
         listener = ServerSocketChannel.open();
@@ -280,15 +287,11 @@ public final class TcpStoreBootstrap implements Bootstrap {
             64, this::admit);
       } catch (IOException e) {
         closeQuietly(listener);
+        timer.shutdownNow();
         throw new BootstrapException("rank 0: cannot host the store on " + host + ":" + port
             + ": " + BootstrapException.describe(e) + " (is the port taken? set " + MASTER_PORT
             + ")", e);
       }
-      timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "treeline-store-timer");
-        t.setDaemon(true);
-        return t;
-      });
     }
 
     int refused() {
@@ -331,6 +334,10 @@ public final class TcpStoreBootstrap implements Bootstrap {
               + "frame: " + e.getMessage());
         }
         leave(peer, e);
+      } catch (RuntimeException e) {
+        // a store bug must fail the round for everyone at once, not leave them to time out
+        LOG.log(System.Logger.Level.ERROR, "treeline store: serving rank " + peer + " failed", e);
+        leave(peer, new IOException("the store's thread for rank " + peer + " failed: " + e, e));
       }
     }
 
