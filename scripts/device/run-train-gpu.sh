@@ -6,8 +6,11 @@
 # same GPU, and the GEMMs of both. Everything goes to stdout and to $OUT (or out/train-gpu):
 # train-gpu.log, train-gpu.csv (one row per epoch of every Treeline run).
 # usage: scripts/device/run-train-gpu.sh [sections], sections from
-#   gemm train1 train-threads train-processes train-nomps big big-processes torch torch-big
-#   (default: all)
+#   gemm train1 train-threads train-processes train-nomps big big-processes big-threads-ab torch
+#   torch-big (default: all but big-threads-ab)
+# big-threads-ab: the 20M model at RANKS threads, overlap on and off, alternating (PASSES, 2)
+# between the classes of a baseline revision ($BASELINE, default .device-baseline:
+# scripts/device/prepare-baseline.sh REV) and the carried build, same jars, same minutes.
 # EPOCHS (default 10), RANKS (default 2), BIG_EPOCHS (default 2), RUN_TIMEOUT (s per Treeline
 # run, 150), TORCH_MODES (eager,compile,reduce-overhead), TORCH_TIMEOUT (240) in the environment.
 set -uo pipefail
@@ -75,6 +78,24 @@ if has big; then
   train big-one-rank-serial --ranks 1 --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap off
   train "big-threads-$k-overlap" --ranks "$k" --mode threads --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap on
   train "big-threads-$k-serial" --ranks "$k" --mode threads --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap off
+fi
+if has big-threads-ab; then
+  bl=${BASELINE:-.device-baseline}
+  base=$(mktemp -d)
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$bl/classes.tar.xz" "$base"
+  base_cp="$base/examples:$base/barrier-exec:$base/native-collectives:$base/kernels"
+  base_cp="$base_cp:$(ls .device-carry/lib/*.jar | tr '\n' ':')"
+  say "A/B: baseline $(cat "$bl/REV"), current: the carried build"
+  for pass in $(seq "${PASSES:-2}"); do
+    for ov in on off; do
+      CP="$base_cp" train "ab$pass-base-big-threads-$k-$ov" --ranks "$k" --mode threads \
+        --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap "$ov"
+      train "ab$pass-current-big-threads-$k-$ov" --ranks "$k" --mode threads \
+        --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap "$ov"
+    done
+  done
+  rm -rf "$base"
 fi
 if has big-processes; then
   mps_start
