@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The peers' side of scripts/bench/peers.sh: MPI_Allreduce (mpi4py) and Gloo
 (torch.distributed) timed exactly as Treeline's PeerBench: per size, the same warm-up calls,
-then every call timed on every rank; the slowest rank's median and p99 are reported. Rank r's element i is 1 + r % 5 + i % 3 and
-every element of the result is checked. Prints CSV rows
-system,dtype,ranks,bytes,iters,median_us,p99_us,wrong (rank 0).
+then every call timed on every rank; the slowest rank's median and p99 are reported. Rank r's
+element i is 1 + r % 5 + i % 3 and every element of the result is checked. Warm-up: one call
+timed alone (first_us: what a new size costs once), then batches of warmups(bytes) calls until
+every rank has warmed the size for WARM_S (agreed by an allreduce after each batch). Prints CSV
+rows system,dtype,ranks,bytes,iters,median_us,p99_us,wrong,first_us (rank 0).
 
   mpirun -n K python3 peers.py mpi f32 MIN MAX FACTOR
   python3 peers.py gloo K f32|bf16 MIN MAX FACTOR
@@ -15,8 +17,12 @@ import sys
 import time
 
 
+WARM_S = float(os.environ.get("PEERS_WARM_MS", "200")) / 1e3
+
+
 def iterations(nbytes):
-    return int(max(5, min(200, (256 << 20) // max(1, nbytes) // 4)))
+    """1000 timed calls up to 64 KiB (p99 is then the 10th slowest), fewer above, at least 5."""
+    return int(max(5, min(1000, (256 << 20) // max(1, nbytes) // 4)))
 
 
 def warmups(nbytes):
@@ -52,8 +58,16 @@ def run_mpi(dtype, lo, hi, factor):
         x = (1 + rank % 5 + idx % 3).astype(np.float32)
         y = np.empty_like(x)
         iters = iterations(nbytes)
-        for _ in range(warmups(nbytes)):
-            comm.Allreduce(x, y, op=MPI.SUM)
+        comm.Barrier()
+        t1 = time.perf_counter_ns()
+        comm.Allreduce(x, y, op=MPI.SUM)
+        first = comm.allreduce((time.perf_counter_ns() - t1) / 1e3, op=MPI.MAX)
+        start = time.perf_counter()
+        while True:
+            for _ in range(warmups(nbytes)):
+                comm.Allreduce(x, y, op=MPI.SUM)
+            if not comm.allreduce(int(time.perf_counter() - start < WARM_S), op=MPI.MAX):
+                break
         comm.Barrier()
         each = []
         for _ in range(iters):
@@ -67,7 +81,8 @@ def run_mpi(dtype, lo, hi, factor):
         p99 = comm.allreduce(p99, op=MPI.MAX)
         wrong = comm.allreduce(wrong, op=MPI.SUM)
         if rank == 0:
-            print(f"mpi,{dtype},{n},{nbytes},{iters},{med:.3f},{p99:.3f},{wrong}", flush=True)
+            print(f"mpi,{dtype},{n},{nbytes},{iters},{med:.3f},{p99:.3f},{wrong},{first:.3f}",
+                  flush=True)
 
 
 def gloo_rank(rank, n, port, dtype, lo, hi, factor):
@@ -86,9 +101,20 @@ def gloo_rank(rank, n, port, dtype, lo, hi, factor):
         t = base.clone()
         iters = iterations(nbytes)
         try:
-            for _ in range(warmups(nbytes)):
-                t.copy_(base)
-                dist.all_reduce(t)
+            dist.barrier()
+            t1 = time.perf_counter_ns()
+            dist.all_reduce(t)
+            first = torch.tensor([(time.perf_counter_ns() - t1) / 1e3], dtype=torch.float64)
+            dist.all_reduce(first, op=dist.ReduceOp.MAX)
+            start = time.perf_counter()
+            while True:
+                for _ in range(warmups(nbytes)):
+                    t.copy_(base)
+                    dist.all_reduce(t)
+                more = torch.tensor([int(time.perf_counter() - start < WARM_S)])
+                dist.all_reduce(more, op=dist.ReduceOp.MAX)
+                if not int(more[0]):
+                    break
         except RuntimeError as e:
             if rank == 0:
                 print(f"# gloo: {dtype} all_reduce failed ({e}); skipped", file=sys.stderr)
@@ -108,8 +134,8 @@ def gloo_rank(rank, n, port, dtype, lo, hi, factor):
         w = torch.tensor([wrong], dtype=torch.float64)
         dist.all_reduce(w)
         if rank == 0:
-            print(f"gloo,{dtype},{n},{nbytes},{iters},{agg[0]:.3f},{agg[1]:.3f},{int(w[0])}",
-                  flush=True)
+            print(f"gloo,{dtype},{n},{nbytes},{iters},{agg[0]:.3f},{agg[1]:.3f},{int(w[0])},"
+                  f"{first[0]:.3f}", flush=True)
     dist.destroy_process_group()
 
 

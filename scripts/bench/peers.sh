@@ -8,7 +8,13 @@
 #
 #   scripts/bench/peers.sh [--ranks "2 4"] [--min 8] [--max 268435456] [--factor 4]
 #                          [--types "f32 bf16"] [--sim "2x4"] [--no-spark]
-#                          [--out out/peers] [--no-install]
+#                          [--out out/peers] [--no-install] [--variant NAME=JAVA_OPTS]...
+#                          [--only-treeline]
+#
+# --variant NAME=OPTS: Treeline once more in the same run with these JVM options (through
+# JAVA_TOOL_OPTIONS, so every rank has them), rows "treeline-NAME": an A/B of one setting beside
+# the peers, e.g. --variant twoshot=-Dpeers.algorithm=twoshot (the selector's crossover) or
+# --variant kernels=-Dtreeline.vectorMinElements=0. --only-treeline skips MPI and Gloo.
 #
 # --sim "NxG ...": Treeline also on N simulated nodes of G ranks (shared memory inside a node,
 # TCP on loopback between them: all on this host, so the "network" is loopback), rows
@@ -30,7 +36,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 ranks="2 4"; min=8; max=268435456; factor=4; types="f32 bf16"; out=out/peers; install=1; plot=""
-sim=""; spark=1
+sim=""; spark=1; variants=(); peers=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --ranks) ranks="$2"; shift 2 ;;
@@ -43,7 +49,9 @@ while [ $# -gt 0 ]; do
     --sim) sim="$2"; shift 2 ;;
     --no-spark) spark=0; shift ;;
     --plot) plot="$2"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    --variant) variants+=("$2"); shift 2 ;;
+    --only-treeline) peers=0; spark=0; shift ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -128,7 +136,7 @@ spark_max=$((max < 67108864 ? max : 67108864))
 # ---- one run ----------------------------------------------------------------------------------
 mkdir -p "$out"
 csv="$out/peers.csv"
-echo "system,dtype,ranks,bytes,iters,median_us,p99_us,wrong" > "$csv"
+echo "system,dtype,ranks,bytes,iters,median_us,p99_us,wrong,first_us" > "$csv"
 echo "# peers.sh: ranks $ranks, simulated nodes ${sim:-none}, types $types, $min..$max bytes" \
   "x$factor, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
   "$(date -u +%Y-%m-%dT%H:%M:%SZ); MPI: ${MPI_PYTHON:-none}, Gloo: ${GLOO_PYTHON:-none}," \
@@ -145,7 +153,13 @@ for k in $peer_ranks; do
       *" $k "*)
         echo "# treeline, $k ranks, $t" >&2
         java_run io.treeline.examples.bench.PeerBench "$k" "$t" "$min" "$max" "$factor" 2>&1 \
-          | grep -o 'treeline,.*' | tee -a "$csv" ;;
+          | grep -o 'treeline,.*' | tee -a "$csv"
+        for v in ${variants[@]+"${variants[@]}"}; do
+          echo "# treeline-${v%%=*} (${v#*=}), $k ranks, $t" >&2
+          JAVA_TOOL_OPTIONS="${v#*=} -Dpeers.system=treeline-${v%%=*}" java_run \
+            io.treeline.examples.bench.PeerBench "$k" "$t" "$min" "$max" "$factor" 2>&1 \
+            | grep -o "treeline-${v%%=*},.*" | tee -a "$csv"
+        done ;;
     esac
     for shape in $sim; do
       if [ $((${shape%x*} * ${shape#*x})) = "$k" ]; then
@@ -160,12 +174,12 @@ for k in $peer_ranks; do
         "$spark_min" "$spark_max" "$factor" 2>&1 | grep '^spark,' | tee -a "$csv" \
         || echo "peers.sh: treeAggregate failed at $k" >&2
     fi
-    if [ -n "$MPI_PYTHON" ] && [ "$t" = f32 ]; then
+    if [ "$peers" = 1 ] && [ -n "$MPI_PYTHON" ] && [ "$t" = f32 ]; then
       echo "# mpi, $k ranks, $t" >&2
       OMP_NUM_THREADS=1 mpirun "${mpirun_args[@]}" --oversubscribe -n "$k" "$MPI_PYTHON" \
         scripts/bench/peers.py mpi "$t" "$min" "$max" "$factor" | grep '^mpi,' | tee -a "$csv"
     fi
-    if [ -n "$GLOO_PYTHON" ]; then
+    if [ "$peers" = 1 ] && [ -n "$GLOO_PYTHON" ]; then
       echo "# gloo, $k ranks, $t" >&2
       OMP_NUM_THREADS=1 "$GLOO_PYTHON" scripts/bench/peers.py gloo "$k" "$t" "$min" "$max" \
         "$factor" | grep '^gloo,' | tee -a "$csv" || true

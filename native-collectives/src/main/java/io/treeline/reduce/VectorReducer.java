@@ -54,7 +54,28 @@ public final class VectorReducer extends ArrayForms {
   private static final int MIN = 2;
   private static final int MAX = 3;
 
+  /**
+   * Below this many elements a reduce runs {@link HostReducer}'s loops. A kernel that C2 first
+   * compiled from calls too short for one vector (an 8-byte allreduce: two floats) has its vector
+   * loop compiled as a never-taken branch; the first longer call then deoptimises it and runs the
+   * Vector API interpreted, boxing every vector, until C2 compiles it again. With this floor
+   * every call that reaches a kernel runs its vector loop, and a few elements gain nothing from
+   * SIMD anyway. {@code treeline.vectorMinElements} overrides it (measuring the effect; 0 = the
+   * kernels for every count).
+   */
+  public static final long MIN_ELEMENTS = Long.getLong("treeline.vectorMinElements", 256);
+
+  private final long minElements;
   private final HostReducer scalar = new HostReducer();
+
+  public VectorReducer() {
+    this(MIN_ELEMENTS);
+  }
+
+  /** With the kernels from {@code minElements} elements (tests: 0, every count). */
+  public VectorReducer(long minElements) {
+    this.minElements = minElements;
+  }
   /** The f32 accumulator and operand of one bf16 block. */
   private final ByteBuffer acc0 = ByteBuffer.allocateDirect(BLOCK * 4).order(NO);
   private final ByteBuffer acc1 = ByteBuffer.allocateDirect(BLOCK * 4).order(NO);
@@ -65,9 +86,11 @@ public final class VectorReducer extends ArrayForms {
     boolean divide = finish && op == ReduceOp.AVG && divisor != 1;
     boolean integerDivide = divide && (type == DataType.I32 || type == DataType.I64);
     if (type == DataType.U8 || type == DataType.F16 || (n == 1 && !divide) || integerDivide
-        || (type == DataType.I64 && op == ReduceOp.PROD) || (n > 2 && type != DataType.BF16)) {
+        || (type == DataType.I64 && op == ReduceOp.PROD) || (n > 2 && type != DataType.BF16)
+        || count < minElements) {
       // u8, f16 and memcpy; integer AVG and i64 PROD have no AVX2 instruction; more than two
-      // f32/f64/i32/i64 inputs run faster as the scalar reducer's array loops (see class doc)
+      // f32/f64/i32/i64 inputs run faster as the scalar reducer's array loops (see class doc);
+      // calls too short for the kernels' vector loops (MIN_ELEMENTS)
       scalar.reduce(type, op, src, srcOffset, n, dst, dstOffset, count, finish, divisor);
       return;
     }

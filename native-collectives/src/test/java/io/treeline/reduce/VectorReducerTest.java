@@ -16,10 +16,13 @@ import java.nio.file.Path;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class VectorReducerTest {
   /** Around the vector length (8 f32 lanes on AVX2), the block (2048) and odd primes. */
-  private static final long[] SIZES = {0, 1, 3, 7, 8, 9, 31, 2047, 2048, 2049, 4099, 6151};
+  private static final long[] SIZES = {0, 1, 3, 7, 8, 9, 31, 255, 256, 257, 2047, 2048, 2049,
+      4099, 6151};
 
   @Test
   void createPicksTheVectorReducerWhenTheModuleIsLoaded() {
@@ -50,9 +53,11 @@ class VectorReducerTest {
     }
   }
 
-  @Test
-  void everyTypeAndOpMatchesTheFloat64ReferenceAndTheScalarReducerBitForBit() {
-    VectorReducer vector = new VectorReducer();
+  /** With the kernels at every count (0), and with the default floor (short calls scalar). */
+  @ParameterizedTest
+  @ValueSource(longs = {0, 256})
+  void everyTypeAndOpMatchesTheFloat64ReferenceAndTheScalarReducerBitForBit(long minElements) {
+    VectorReducer vector = new VectorReducer(minElements);
     HostReducer scalar = new HostReducer();
     Random rnd = new Random(7);
     for (DataType t : DataType.values()) {
@@ -97,7 +102,7 @@ class VectorReducerTest {
 
   @Test
   void inPlaceOutputEqualsAnInput() {
-    VectorReducer vector = new VectorReducer();
+    VectorReducer vector = new VectorReducer(0); // the kernels at every count
     Random rnd = new Random(3);
     int count = 5003;
     for (DataType t : new DataType[] {DataType.F32, DataType.BF16, DataType.F64}) {
@@ -127,7 +132,7 @@ class VectorReducerTest {
    */
   @Test
   void bf16ConversionsRoundLikeHalfFloatsOnEveryBitPattern() {
-    VectorReducer vector = new VectorReducer();
+    VectorReducer vector = new VectorReducer(0); // the kernels at every count
     HostReducer scalar = new HostReducer();
     Random rnd = new Random(11);
     DataType t = DataType.BF16;

@@ -6,6 +6,7 @@ import io.treeline.comm.HostCommunicator;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.launch.ProcessLauncher;
+import io.treeline.plan.Algorithm;
 import io.treeline.plan.PlanConfig;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -32,9 +33,16 @@ import java.util.Map;
  * plans' chunk, for tuning across nodes.
  * WARMUP untimed calls per size (default {@link #warmups}: a JVM needs a few thousand calls
  * before C2 has compiled the whole path, the Vector API's kernels included; the peers get the
- * same number).
+ * same number), and then more in batches of that many until every rank has warmed the size
+ * for at least {@code peers.warmMillis} (default {@link #WARM_MILLIS}; the ranks agree by an
+ * allreduce after each batch, so all make the same calls; peers.py applies the same rule). The
+ * system property {@code peers.algorithm} forces an allreduce algorithm (oneshot, twoshot...)
+ * for measuring the selector's crossovers, and {@code peers.system} names the rows (peers.sh's
+ * {@code --variant}).
  * launches RANKS JVMs on one simulated node (shared memory) and prints CSV rows
- * {@code system,dtype,ranks,bytes,iters,median_us,p99_us,wrong} from rank 0.
+ * {@code system,dtype,ranks,bytes,iters,median_us,p99_us,wrong,first_us} from rank 0, where
+ * first_us is the slowest rank's first call of the size, before its warm-up: what a new size
+ * costs once (a plan, windows), after the sweep's earlier sizes warmed the JIT.
  */
 public final class PeerBench {
   private PeerBench() {
@@ -69,13 +77,18 @@ public final class PeerBench {
     long max = Long.parseLong(args[3]);
     int factor = Integer.parseInt(args[4]);
     int warmup = args.length > 5 ? Integer.parseInt(args[5]) : -1; // -1: warmups(bytes)
+    String forced = System.getProperty("peers.algorithm");
+    CommConfig cfg = CommConfig.DEFAULT.withTimeout(Duration.ofSeconds(120))
+        .withPlan(PlanConfig.DEFAULT.withChunkBytes(
+            Long.getLong("peers.chunkBytes", PlanConfig.DEFAULT.chunkBytes())))
+        .withAlgorithm(forced == null ? null : Algorithm.parse(forced));
+    long warmNanos = Long.getLong("peers.warmMillis", WARM_MILLIS) * 1_000_000L;
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120));
-        HostCommunicator comm = HostCommunicator.create(boot, CommConfig.DEFAULT
-            .withTimeout(Duration.ofSeconds(120)).withPlan(PlanConfig.DEFAULT.withChunkBytes(
-                Long.getLong("peers.chunkBytes", PlanConfig.DEFAULT.chunkBytes()))))) {
+        HostCommunicator comm = HostCommunicator.create(boot, cfg)) {
       int rank = comm.rank();
       int n = comm.size();
-      String system = args[0].contains("x") ? "treeline-" + args[0] : "treeline";
+      String system = System.getProperty("peers.system",
+          args[0].contains("x") ? "treeline-" + args[0] : "treeline");
       for (long bytes = Math.max(min, type.size()); bytes <= max; bytes *= factor) {
         long count = bytes / type.size();
         int iters = iterations(bytes);
@@ -84,9 +97,17 @@ public final class PeerBench {
         for (int i = 0; i < count; i++) {
           type.put(in, i, 1 + rank % 5 + i % 3);
         }
-        for (int w = 0; w < (warmup >= 0 ? warmup : warmups(bytes)); w++) {
-          comm.allReduce(in, out, count, type, ReduceOp.SUM);
-        }
+        barrier(comm);
+        long t1 = System.nanoTime();
+        comm.allReduce(in, out, count, type, ReduceOp.SUM);
+        double first = max(comm, (System.nanoTime() - t1) / 1e3);
+        int batch = Math.max(1, warmup >= 0 ? warmup : warmups(bytes));
+        long warmStart = System.nanoTime();
+        do {
+          for (int w = 0; w < batch; w++) {
+            comm.allReduce(in, out, count, type, ReduceOp.SUM);
+          }
+        } while (warmup < 0 && max(comm, System.nanoTime() - warmStart < warmNanos ? 1 : 0) > 0);
         long[] each = new long[iters];
         barrier(comm);
         for (int it = 0; it < iters; it++) {
@@ -109,17 +130,23 @@ public final class PeerBench {
         double p99 = max(comm, each[(int) Math.ceil(0.99 * iters) - 1] / 1e3);
         wrong = (long) sum(comm, wrong);
         if (rank == 0) {
-          System.out.printf(Locale.ROOT, "%s,%s,%d,%d,%d,%.3f,%.3f,%d%n", system,
-              type.name().toLowerCase(Locale.ROOT), n, bytes, iters, median, p99, wrong);
+          System.out.printf(Locale.ROOT, "%s,%s,%d,%d,%d,%.3f,%.3f,%d,%.3f%n", system,
+              type.name().toLowerCase(Locale.ROOT), n, bytes, iters, median, p99, wrong, first);
         }
       }
     }
   }
 
-  /** The same rule as peers.py: many calls for small messages, at least 5 for large ones. */
+  /**
+   * The same rule as peers.py: 1000 timed calls up to 64 KiB (so p99 is the 10th slowest, not
+   * one unlucky call in 200), fewer above, at least 5 for large ones.
+   */
   static int iterations(long bytes) {
-    return (int) Math.max(5, Math.min(200, (256L << 20) / Math.max(1, bytes) / 4));
+    return (int) Math.max(5, Math.min(1000, (256L << 20) / Math.max(1, bytes) / 4));
   }
+
+  /** Each size warms at least this long on every rank (peers.py: the same). */
+  static final long WARM_MILLIS = 200;
 
   /** Untimed calls per size, as peers.py: 3000 for small messages, 64 MiB's worth above. */
   static int warmups(long bytes) {
