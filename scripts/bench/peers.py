@@ -4,7 +4,8 @@
 then every call timed on every rank; the slowest rank's median and p99 are reported. Rank r's
 element i is 1 + r % 5 + i % 3 and every element of the result is checked. Warm-up: one call
 timed alone (first_us: what a new size costs once), then batches of warmups(bytes) calls until
-every rank has warmed the size for WARM_S (agreed by an allreduce after each batch). Prints CSV
+every rank has warmed the size for WARM_S (the sweep's first size: WARM_FIRST_S), agreed by an
+allreduce after each batch. Prints CSV
 rows system,dtype,ranks,bytes,iters,median_us,p99_us,wrong,first_us (rank 0).
 
   mpirun -n K python3 peers.py mpi f32 MIN MAX FACTOR
@@ -18,6 +19,7 @@ import time
 
 
 WARM_S = float(os.environ.get("PEERS_WARM_MS", "200")) / 1e3
+WARM_FIRST_S = max(WARM_S, float(os.environ.get("PEERS_WARM_FIRST_MS", "1000")) / 1e3)
 
 
 def iterations(nbytes):
@@ -29,6 +31,10 @@ def warmups(nbytes):
     """As PeerBench: 3000 untimed calls for small messages (the JVM's JIT needs them), 64 MiB's
     worth above; every system gets the same."""
     return int(max(2, min(3000, (64 << 20) // max(1, nbytes))))
+
+
+def warm_s(nbytes, lo, elem):
+    return WARM_FIRST_S if nbytes == max(lo, elem) else WARM_S
 
 
 def sizes(lo, hi, factor, elem):
@@ -66,7 +72,8 @@ def run_mpi(dtype, lo, hi, factor):
         while True:
             for _ in range(warmups(nbytes)):
                 comm.Allreduce(x, y, op=MPI.SUM)
-            if not comm.allreduce(int(time.perf_counter() - start < WARM_S), op=MPI.MAX):
+            more = int(time.perf_counter() - start < warm_s(nbytes, lo, 4))
+            if not comm.allreduce(more, op=MPI.MAX):
                 break
         comm.Barrier()
         each = []
@@ -111,7 +118,8 @@ def gloo_rank(rank, n, port, dtype, lo, hi, factor):
                 for _ in range(warmups(nbytes)):
                     t.copy_(base)
                     dist.all_reduce(t)
-                more = torch.tensor([int(time.perf_counter() - start < WARM_S)])
+                more = int(time.perf_counter() - start < warm_s(nbytes, lo, elem))
+                more = torch.tensor([more])
                 dist.all_reduce(more, op=dist.ReduceOp.MAX)
                 if not int(more[0]):
                     break

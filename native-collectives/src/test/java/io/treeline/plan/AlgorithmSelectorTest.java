@@ -6,7 +6,27 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import org.junit.jupiter.api.Test;
 
 class AlgorithmSelectorTest {
-  private final AlgorithmSelector sel = AlgorithmSelector.DEFAULT;
+  /** Ranks that outnumber the cores (the 2-core CI machine's 4 ranks). */
+  private final AlgorithmSelector sel = AlgorithmSelector.DEFAULT.withCores(2);
+  /** Ranks with a core each (the GPU machine's 16 cores). */
+  private final AlgorithmSelector wide = AlgorithmSelector.DEFAULT.withCores(16);
+
+  @Test
+  void withACoreEachTheCrossoversAreTheMeasuredOnes() {
+    // 16 cores, 2026-12-04 (docs/BENCHMARKS.md): two-shot faster from 32 KiB at 2 ranks (and
+    // below), from 16 KiB at 4 and 8; one-shot faster at 4 KiB and below
+    for (int ranks : new int[] {2, 4, 8}) {
+      Topology one = Topology.uniform(1, ranks);
+      assertEquals(Algorithm.ONESHOT, wide.select(one, 4096), ranks + " ranks");
+      assertEquals(Algorithm.TWOSHOT, wide.select(one, 32 << 10), ranks + " ranks");
+      assertEquals(Algorithm.TWOSHOT, wide.select(one, 64 << 20), ranks + " ranks");
+    }
+    assertEquals(Algorithm.TWOSHOT, wide.select(Topology.uniform(1, 4), 16 << 10));
+    assertEquals(Algorithm.TWOSHOT, wide.select(Topology.uniform(1, 8), 16 << 10));
+    // sharing cores, one-shot's fewer rounds pay up to larger messages
+    assertTrue(crossover(sel, Topology.uniform(1, 4)) > 4 * crossover(wide,
+        Topology.uniform(1, 4)));
+  }
 
   @Test
   void insideOneNodeOneShotForSmallTwoShotForLarge() {
@@ -19,12 +39,14 @@ class AlgorithmSelectorTest {
 
   @Test
   void theCrossoverComesEarlierWithMoreRanksBecauseOneShotReadsEveryBuffer() {
-    long four = crossover(Topology.uniform(1, 4));
-    long eight = crossover(Topology.uniform(1, 8));
-    assertTrue(eight < four, eight + " vs " + four);
+    for (AlgorithmSelector s : new AlgorithmSelector[] {sel, wide}) {
+      long four = crossover(s, Topology.uniform(1, 4));
+      long eight = crossover(s, Topology.uniform(1, 8));
+      assertTrue(eight < four, eight + " vs " + four);
+    }
   }
 
-  private long crossover(Topology t) {
+  private static long crossover(AlgorithmSelector sel, Topology t) {
     long b = 8;
     while (sel.select(t, b) == Algorithm.ONESHOT) {
       b *= 2;

@@ -35,7 +35,8 @@ import java.util.Map;
  * before C2 has compiled the whole path, the Vector API's kernels included; the peers get the
  * same number), and then more in batches of that many until every rank has warmed the size
  * for at least {@code peers.warmMillis} (default {@link #WARM_MILLIS}; the ranks agree by an
- * allreduce after each batch, so all make the same calls; peers.py applies the same rule). The
+ * allreduce after each batch, so all make the same calls; peers.py applies the same rule), the
+ * sweep's first size for at least {@code peers.warmFirstMillis} ({@link #WARM_FIRST_MILLIS}). The
  * system property {@code peers.algorithm} forces an allreduce algorithm (oneshot, twoshot...)
  * for measuring the selector's crossovers, and {@code peers.system} names the rows (peers.sh's
  * {@code --variant}).
@@ -83,6 +84,8 @@ public final class PeerBench {
             Long.getLong("peers.chunkBytes", PlanConfig.DEFAULT.chunkBytes())))
         .withAlgorithm(forced == null ? null : Algorithm.parse(forced));
     long warmNanos = Long.getLong("peers.warmMillis", WARM_MILLIS) * 1_000_000L;
+    long firstWarmNanos = Math.max(warmNanos, Long.getLong("peers.warmFirstMillis",
+        WARM_FIRST_MILLIS) * 1_000_000L);
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120));
         HostCommunicator comm = HostCommunicator.create(boot, cfg)) {
       int rank = comm.rank();
@@ -102,12 +105,13 @@ public final class PeerBench {
         comm.allReduce(in, out, count, type, ReduceOp.SUM);
         double first = max(comm, (System.nanoTime() - t1) / 1e3);
         int batch = Math.max(1, warmup >= 0 ? warmup : warmups(bytes));
+        long warmFor = bytes == Math.max(min, type.size()) ? firstWarmNanos : warmNanos;
         long warmStart = System.nanoTime();
         do {
           for (int w = 0; w < batch; w++) {
             comm.allReduce(in, out, count, type, ReduceOp.SUM);
           }
-        } while (warmup < 0 && max(comm, System.nanoTime() - warmStart < warmNanos ? 1 : 0) > 0);
+        } while (warmup < 0 && max(comm, System.nanoTime() - warmStart < warmFor ? 1 : 0) > 0);
         long[] each = new long[iters];
         barrier(comm);
         for (int it = 0; it < iters; it++) {
@@ -147,6 +151,11 @@ public final class PeerBench {
 
   /** Each size warms at least this long on every rank (peers.py: the same). */
   static final long WARM_MILLIS = 200;
+  /**
+   * The sweep's first size warms longer: it runs while the JIT compiles the whole call path
+   * (2026-12-04, 16 cores: after 200 ms the first size's median was 1.5-2.2x its neighbours').
+   */
+  static final long WARM_FIRST_MILLIS = 1000;
 
   /** Untimed calls per size, as peers.py: 3000 for small messages, 64 MiB's worth above. */
   static int warmups(long bytes) {
