@@ -166,11 +166,11 @@ final class CudaPeerMemory implements LocalPeerMemory {
     CallDescriptor mine = recentSequence[(int) (seq % RECENT)] == seq
         ? recent[(int) (seq % RECENT)] : null;
     SharedSegment other = segments[peer];
-    long peerSeq = other.callSequence();
-    CallDescriptor published = new CallDescriptor(other.callCount(), other.callMeta());
-    String described = peerSeq == seq && other.callSequence() == seq
-        && published.hash32() == (int) theirs ? published.describe()
-        : String.format("descriptor hash %08x", (int) theirs);
+    long[] words = new long[2]; // a failure path: allocating is fine here
+    CallDescriptor published = other.readCall(seq, words)
+        ? new CallDescriptor(words[0], words[1]) : null;
+    String described = published != null && published.hash32() == (int) theirs
+        ? published.describe() : String.format("descriptor hash %08x", (int) theirs);
     return new CallMismatchException(rank, ranks[peer], "GPU flag barrier of collective #" + seq
         + " phase " + value % PlanRunner.PHASES + " (local rank " + peer + ")", seq,
         mine != null ? mine.describe() : "descriptor hash " + String.format("%08x",

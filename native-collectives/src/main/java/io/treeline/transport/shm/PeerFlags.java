@@ -27,6 +27,8 @@ public final class PeerFlags {
   private final BooleanSupplier closed;
   private final PeerWatch watch;
   private final BackoffIdleStrategy idle;
+  /** The peer's call words (count, meta) of one check: no allocation per wait. */
+  private final long[] theirs = new long[2];
 
   /** Flags with a watch of their own (the GPU path: only the awaited peer is checked). */
   public PeerFlags(int rank, SharedSegment[] segments, long[] pids, Duration timeout,
@@ -78,15 +80,11 @@ public final class PeerFlags {
     }
     // The peer published its call before the signal we acquired. If it is still in our call
     // (same sequence), its call must be ours; if it has moved on, it passed our call's last
-    // barrier, so it made our call. Re-reading the sequence guards against the peer publishing
-    // its next call while we read.
-    long seq = s.callSequence();
-    long count = s.callCount();
-    long meta = s.callMeta();
-    if (seq == sequence && s.callSequence() == seq
-        && (count != call.count() || meta != call.meta())) {
-      throw new CallMismatchException(rank, peer, phase, sequence, call.describe(), seq,
-          new CallDescriptor(count, meta).describe());
+    // barrier, so it made our call. readCall's seqlock keeps the peer's publishing of its next
+    // call, while we read, from passing for a mismatch.
+    if (s.readCall(sequence, theirs) && (theirs[0] != call.count() || theirs[1] != call.meta())) {
+      throw new CallMismatchException(rank, peer, phase, sequence, call.describe(), sequence,
+          new CallDescriptor(theirs[0], theirs[1]).describe());
     }
   }
 

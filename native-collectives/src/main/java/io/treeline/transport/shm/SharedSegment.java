@@ -206,24 +206,48 @@ public final class SharedSegment implements AutoCloseable {
     return new String(r, java.nio.charset.StandardCharsets.UTF_8);
   }
 
-  /** Owner only: publish the call it is entering; visible to peers with its next signal. */
+  /**
+   * The call words' sequence while the owner rewrites them: a reader that sees it (or a
+   * sequence other than the one it reads for) knows the owner has moved on and skips the check.
+   */
+  public static final long WRITING = Long.MIN_VALUE;
+
+  /**
+   * Owner only: publish the call it is entering; visible to peers with its next signal. A
+   * seqlock: the sequence word is set to {@link #WRITING} before the count and meta change and
+   * to the new sequence (release) after, so {@link #readCall} never accepts the old sequence
+   * with the new call's words. (Plain puts and gets here, as before, let the JIT fold a reader's
+   * second look at the sequence into its first: 2 and 8 ranks then reported a call mismatch that
+   * was the peer publishing its next call, 2026-12-04.)
+   */
   public void beginCall(long sequence, long count, long meta) {
-    map.putLong(CALL_SEQUENCE_OFFSET, sequence);
-    map.putLong(CALL_COUNT_OFFSET, count);
-    map.putLong(CALL_META_OFFSET, meta);
+    LONGS.setOpaque(map, CALL_SEQUENCE_OFFSET, WRITING);
+    VarHandle.storeStoreFence();
+    LONGS.setOpaque(map, CALL_COUNT_OFFSET, count);
+    LONGS.setOpaque(map, CALL_META_OFFSET, meta);
+    LONGS.setRelease(map, CALL_SEQUENCE_OFFSET, sequence);
   }
 
-  /** The owner's call (sequence, count, meta); read after acquiring one of its signals. */
+  /**
+   * The owner's call words as one consistent snapshot, when the owner is in call {@code
+   * sequence}: {@code into[0]} = count, {@code into[1]} = meta, and true; false when it is in
+   * another call or rewriting the words (it has then passed call {@code sequence}'s last
+   * barrier, so it made that call). Allocates nothing.
+   */
+  public boolean readCall(long sequence, long[] into) {
+    long seq = (long) LONGS.getAcquire(map, CALL_SEQUENCE_OFFSET);
+    if (seq != sequence) {
+      return false;
+    }
+    into[0] = (long) LONGS.getOpaque(map, CALL_COUNT_OFFSET);
+    into[1] = (long) LONGS.getOpaque(map, CALL_META_OFFSET);
+    VarHandle.loadLoadFence();
+    return (long) LONGS.getOpaque(map, CALL_SEQUENCE_OFFSET) == seq;
+  }
+
+  /** The owner's current call sequence ({@link #WRITING} while it publishes the next). */
   public long callSequence() {
-    return map.getLong(CALL_SEQUENCE_OFFSET);
-  }
-
-  public long callCount() {
-    return map.getLong(CALL_COUNT_OFFSET);
-  }
-
-  public long callMeta() {
-    return map.getLong(CALL_META_OFFSET);
+    return (long) LONGS.getAcquire(map, CALL_SEQUENCE_OFFSET);
   }
 
   public boolean aborted() {

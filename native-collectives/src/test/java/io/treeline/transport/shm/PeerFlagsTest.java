@@ -60,4 +60,45 @@ class PeerFlagsTest {
       assertThrows(CollectiveException.class, () -> watch.beginCall(4, "test"));
     }
   }
+
+  /**
+   * The call words' seqlock: a reader racing the owner's publishing of its next calls accepts
+   * only snapshots of one call. Before it, the plain reads gave "rank 0 is in call #396135
+   * (allreduce of 1 x f64, max) but rank 1 is in call #396135 (allreduce of 1 x f32, sum)": the
+   * old call's count with the next call's meta (PeerBench, 2 and 8 ranks, 2026-12-04).
+   */
+  @Test
+  void aReaderRacingThePublishingOfTheNextCallNeverSeesHalfOfEach(@TempDir Path dir)
+      throws Exception {
+    try (SharedSegment seg = SharedSegment.create(dir.resolve("treeline-t-r0-p1"), 0, 64)) {
+      java.util.concurrent.atomic.AtomicBoolean done =
+          new java.util.concurrent.atomic.AtomicBoolean();
+      Thread owner = new Thread(() -> {
+        for (long seq = 1; !done.get(); seq++) {
+          seg.beginCall(seq, seq * 3, seq * 7);
+        }
+      });
+      owner.start();
+      long[] into = new long[2];
+      long checked = 0;
+      long end = System.nanoTime() + 1_000_000_000L;
+      try {
+        while (System.nanoTime() < end) {
+          long seq = seg.callSequence();
+          if (seq != SharedSegment.WRITING && seg.readCall(seq, into)) {
+            checked++;
+            if (into[0] != seq * 3 || into[1] != seq * 7) {
+              throw new AssertionError("call " + seq + " read as count " + into[0] + ", meta "
+                  + into[1] + " (a torn snapshot) after " + checked + " good ones");
+            }
+          }
+        }
+      } finally {
+        done.set(true);
+        owner.join(10_000);
+      }
+      assertTrue(checked > 0, "no snapshot was taken in a second");
+      System.out.println("call words: " + checked + " consistent snapshots in 1 s");
+    }
+  }
 }
