@@ -8,8 +8,8 @@ package io.treeline.plan;
  * local ranks that outnumber the machine's {@code cores} (a wait then lasts until the peer is
  * scheduled), and {@code inter} (a message step, and the node's TCP throughput, which all of a
  * node's ranks share). With S bytes, L ranks on the largest node, N nodes, R = all ranks, d =
- * the trees' depth over N nodes, and a synchronisation round costing y = L x intra.alpha (it
- * waits for the last of L ranks) or intraShared.alpha:
+ * the trees' depth over N nodes, and a synchronisation round costing y = (L - 1) intra.alpha
+ * (it waits for each of the L - 1 peers) or intraShared.alpha:
  *
  * <pre>
  * oneshot       (N = 1)  2 y + L S / b_intra                every rank reads every buffer
@@ -20,9 +20,9 @@ package io.treeline.plan;
  * </pre>
  *
  * <p>Inside a node the defaults are fitted to measurement (docs/BENCHMARKS.md, 2026-12-04):
- * on 16 free cores two-shot beat one-shot from 8-16 KiB at 4 and 8 ranks and from 4 KiB at 2
- * (one-shot reads L times the message, two-shot about twice), which {@code intra} = 1 us per
- * local rank and 5 GB/s reproduce (crossovers 20 KB at 2 ranks, 9 KB at 4, 6.5 KB at 8); the old
+ * on 16 free cores two-shot beat one-shot from 8 KiB at 2, 4 and 8 ranks (by 1.1-2.3x; level at
+ * 4 KiB; one-shot reads L times the message, two-shot about twice), which {@code intra} = 1 us per
+ * peer and 5 GB/s reproduce (crossovers 10 KB at 2 ranks, 6.7 KB at 4, 5.7 KB at 8); the old
  * single constants (20 us, 10 GB/s: crossovers near 90 KB and 33 KB) put 32 KiB on one-shot,
  * 1.6-2.6x slower there. When ranks outnumber the cores (4 ranks on 2) every round waits for a
  * scheduler slice, so one-shot's fewer rounds pay up to larger messages: those keep 20 us.
@@ -47,7 +47,7 @@ public record AlgorithmSelector(LinkCost intra, LinkCost intraShared, LinkCost i
   }
 
   /**
-   * Host defaults for this machine's cores: a shared-memory round 1 us per local rank and peer
+   * Host defaults for this machine's cores: a shared-memory round 1 us per local peer and peer
    * reads at 5 GB/s when the ranks have their cores, 20 us and 10 GB/s when they share them; a
    * TCP step 40 us and 1.25 GB/s per node (10 GbE).
    */
@@ -109,9 +109,9 @@ public record AlgorithmSelector(LinkCost intra, LinkCost intraShared, LinkCost i
     return 3 * sync(local) + peers(local).micros((2.0 - 1.0 / local) * s);
   }
 
-  /** One synchronisation round of {@code local} ranks: the last of them to arrive sets it. */
+  /** One synchronisation round of {@code local} ranks: each waits for its local - 1 peers. */
   private double sync(int local) {
-    return local <= cores ? local * intra.alphaMicros : intraShared.alphaMicros;
+    return local <= cores ? (local - 1) * intra.alphaMicros : intraShared.alphaMicros;
   }
 
   private LinkCost peers(int local) {
