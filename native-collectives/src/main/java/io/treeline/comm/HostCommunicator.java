@@ -911,14 +911,24 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   private void runOne(Plan plan, Buffer in, long inIndex, Buffer out, long outIndex,
       long count, DataType type, ReduceOp op) {
     copyIn(in, inIndex, 0, count, type);
-    execute(plan, op);
-    copyOut(0, out, outIndex, count, type);
+    if (!execute(plan, op, out instanceof ByteBuffer b ? b : null, outIndex * type.size())) {
+      copyOut(0, out, outIndex, count, type);
+    }
   }
 
   private void execute(Plan plan, ReduceOp op) {
+    execute(plan, op, null, 0);
+  }
+
+  /**
+   * Runs {@code plan}; with {@code out}, the runner writes what it can of the result straight
+   * there (two-shot's all-gather) and returns true when {@code out} then holds all of it.
+   */
+  private boolean execute(Plan plan, ReduceOp op, ByteBuffer out, long outOffset) {
     long t0 = System.nanoTime();
-    runner.run(plan, ++sequence, 0, op, config.timeout());
+    boolean done = runner.run(plan, ++sequence, 0, op, config.timeout(), out, outOffset);
     CommStats.record(plan.algorithm(), plan.bytes(), System.nanoTime() - t0);
+    return done;
   }
 
   /** Elements {@code [from, from + n)} of the caller's data into this rank's input at {@code to}. */
