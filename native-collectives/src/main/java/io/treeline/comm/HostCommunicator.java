@@ -478,6 +478,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   private static final int RECENT = 16;
   private final Plan[] recentPlans = new Plan[RECENT];
   private final Algorithm[] recentForced = new Algorithm[RECENT];
+  private final boolean[] recentReleased = new boolean[RECENT];
   private int nextRecent;
 
   /**
@@ -486,19 +487,26 @@ public final class HostCommunicator extends TypedForms implements Communicator {
    * {@link #copyIn} waits for it ({@link PlanRunner#awaitRelease}).
    */
   private Plan allReducePlan(Algorithm forced, long c, DataType type) {
+    return allReducePlan(forced, c, type, true);
+  }
+
+  /** {@code mayRelease}: one-shot may leave its last barrier to the next call's copy in. */
+  private Plan allReducePlan(Algorithm forced, long c, DataType type, boolean mayRelease) {
     for (int i = 0; i < RECENT; i++) {
       Plan p = recentPlans[i];
-      if (p != null && p.count() == c && p.type() == type && recentForced[i] == forced) {
+      if (p != null && p.count() == c && p.type() == type && recentForced[i] == forced
+          && recentReleased[i] == mayRelease) {
         return p;
       }
     }
     Algorithm a = forced != null ? forced : algorithm(c * type.size());
-    Plan p = a == Algorithm.ONESHOT
+    Plan p = a == Algorithm.ONESHOT && mayRelease
         ? plan("ar-oneshot-released", c, type, -1, () -> OneShot.allReduceReleased(topology, type,
             c, planConfig))
         : plan("ar-" + a.id(), c, type, -1, () -> a.allReduce(topology, type, c, planConfig));
     recentPlans[nextRecent] = p;
     recentForced[nextRecent] = forced;
+    recentReleased[nextRecent] = mayRelease;
     nextRecent = (nextRecent + 1) % RECENT;
     return p;
   }
@@ -638,6 +646,41 @@ public final class HostCommunicator extends TypedForms implements Communicator {
    * own window of the same reservation.
    */
   public Handle allReduceAsync(Window w, long count, DataType type, ReduceOp op) {
+    requireWindowCall(w, count, type, op);
+    return submit("allreduce", 1, () -> allReduceWindow(w, count, type, op));
+  }
+
+  /**
+   * {@link #allReduceAsync(Window, long, DataType, ReduceOp)}, blocking: on the caller's thread
+   * unless asynchronous calls are queued (as {@link #allReduce(ByteBuffer, ByteBuffer, long,
+   * DataType, ReduceOp)}), so a small call costs no thread hand-off; allocates nothing once the
+   * size's plan is made.
+   */
+  public void allReduce(Window w, long count, DataType type, ReduceOp op) {
+    requireWindowCall(w, count, type, op);
+    if (queued.get() > 0) {
+      allReduceAsync(w, count, type, op).await();
+      return;
+    }
+    state.requireOpen("allreduce");
+    inline.incrementAndGet();
+    try {
+      state.requireOpen("allreduce"); // close() may have looked at inline before the increment
+      state.requireHealthy("allreduce");
+      try {
+        if (FaultInjection.ON) {
+          FaultInjection.at("between", rank, sequence + 1);
+        }
+        allReduceWindow(w, count, type, op);
+      } catch (RuntimeException | Error e) {
+        throw failed(e);
+      }
+    } finally {
+      inline.decrementAndGet();
+    }
+  }
+
+  private void requireWindowCall(Window w, long count, DataType type, ReduceOp op) {
     if (w == null || w.owner() != this) {
       throw new IllegalArgumentException("rank " + rank + ": allReduce on a window of another "
           + "communicator (or null)");
@@ -646,14 +689,17 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       throw new IllegalArgumentException("rank " + rank + ": allReduce of " + count + " x "
           + type + " does not fit its window of " + w.bytes() + " bytes");
     }
-    return submit("allreduce", 1, () -> {
-      Algorithm a = algorithm(count * type.size());
-      Plan p = plan("ar-" + a.id(), count, type, -1, () -> a.allReduce(topology, type, count,
-          planConfig));
-      long t0 = System.nanoTime();
-      runner.run(p, ++sequence, w.base(), op, config.timeout());
-      CommStats.record(p.algorithm(), p.bytes(), System.nanoTime() - t0);
-    });
+  }
+
+  /**
+   * A window's input is the caller's to write as soon as the call returns, so its plan is never
+   * one that leaves the last barrier to the next call ({@code OneShot.allReduceReleased}).
+   */
+  private void allReduceWindow(Window w, long count, DataType type, ReduceOp op) {
+    Plan p = allReducePlan(null, count, type, false);
+    long t0 = System.nanoTime();
+    runner.run(p, ++sequence, w.base(), op, config.timeout());
+    CommStats.record(p.algorithm(), p.bytes(), System.nanoTime() - t0);
   }
 
   /**
@@ -908,10 +954,19 @@ public final class HostCommunicator extends TypedForms implements Communicator {
     return Math.max(0, Math.min(width, Slices.size(count, n, p, align) - start));
   }
 
+  /**
+   * Whether two-shot's all-gather writes a ByteBuffer caller's output directly
+   * ({@link PlanRunner#run(Plan, long, long, ReduceOp, Duration, ByteBuffer, long)});
+   * {@code -Dtreeline.directOutput=false} restores the copy out, for measuring its effect.
+   */
+  private static final boolean DIRECT_OUTPUT =
+      !"false".equals(System.getProperty("treeline.directOutput"));
+
   private void runOne(Plan plan, Buffer in, long inIndex, Buffer out, long outIndex,
       long count, DataType type, ReduceOp op) {
     copyIn(in, inIndex, 0, count, type);
-    if (!execute(plan, op, out instanceof ByteBuffer b ? b : null, outIndex * type.size())) {
+    ByteBuffer direct = DIRECT_OUTPUT && out instanceof ByteBuffer b ? b : null;
+    if (!execute(plan, op, direct, outIndex * type.size())) {
       copyOut(0, out, outIndex, count, type);
     }
   }

@@ -104,6 +104,74 @@ class InProcessCollectivesTest {
     }
   }
 
+  /**
+   * A registered window (GradientAggregator's buckets, PeerBench's registered rows), reduced in
+   * place with no copy in or out: the blocking form on the caller's thread and the asynchronous
+   * one, interleaved with ordinary calls, every algorithm, odd sizes, the input rewritten by
+   * the caller right after each call returns.
+   */
+  @Test
+  void registeredWindowsBlockingAndAsyncMatchTheReference() {
+    long[] sizes = {0, 1, 13, 1021, 4099};
+    for (int l = 1; l < TOPOLOGIES.length; l++) {
+      Topology topo = TOPOLOGIES[l];
+      for (Algorithm a : Algorithm.values()) {
+        if (!a.supports(topo)) {
+          continue;
+        }
+        Random rnd = new Random(31 * l + a.ordinal());
+        List<Case> cases = new ArrayList<>();
+        for (long count : sizes) {
+          for (DataType t : new DataType[] {DataType.F32, DataType.BF16, DataType.I64}) {
+            double[][] in = new double[topo.size()][];
+            for (int r = 0; r < in.length; r++) {
+              in[r] = Elements.random(rnd, count, t, ReduceOp.SUM);
+            }
+            cases.add(new Case(a, t, ReduceOp.SUM, count, in));
+          }
+        }
+        ByteBuffer[][] outs = new ByteBuffer[cases.size()][topo.size()];
+        HostCommunicator[] g = HostCommunicator.inProcess(
+            config(TIMEOUT).withAlgorithm(a).withSegmentBytes(2 << 20), LAYOUTS[l]);
+        try {
+          Ranks.run(topo.size(), 300_000, r -> {
+            Window w = g[r].reserveWindow(4099 * 8);
+            ByteBuffer scratch = Elements.direct(64, DataType.F32);
+            for (int c = 0; c < cases.size(); c++) {
+              Case k = cases.get(c);
+              for (int i = 0; i < k.count; i++) {
+                Elements.put(w.input(), i, k.in[r][i], k.type);
+              }
+              if (c % 3 == 0) { // an ordinary call between (before the window's, so that
+                // the caller's next write of the input follows the window call at once)
+                g[r].allReduce(scratch, scratch, 64, DataType.F32, ReduceOp.MAX);
+              }
+              if (c % 2 == 0) {
+                g[r].allReduce(w, k.count, k.type, k.op);
+              } else {
+                g[r].allReduceAsync(w, k.count, k.type, k.op).await(TIMEOUT);
+              }
+              ByteBuffer out = Elements.direct(k.count, k.type);
+              out.put(0, w.output(), 0, (int) (k.count * k.type.size()));
+              outs[c][r] = out;
+            }
+            g[r].releaseWindow(w);
+          });
+        } finally {
+          closeAll(g);
+        }
+        for (int c = 0; c < cases.size(); c++) {
+          Case k = cases.get(c);
+          String what = "window " + a.id() + " " + k.type + " on " + topo + ", count " + k.count;
+          check(what, k, outs[c][0], 0, k.count);
+          for (int r = 1; r < topo.size(); r++) {
+            assertEquals(outs[c][0], outs[c][r], what + ": rank " + r + " differs from rank 0");
+          }
+        }
+      }
+    }
+  }
+
   private static void check(String what, Case k, ByteBuffer out, long lo, long hi) {
     for (int i = (int) lo; i < hi; i++) {
       if (k.type.isFloating()) {

@@ -3,6 +3,7 @@ package io.treeline.examples.bench;
 import io.treeline.bootstrap.TcpStoreBootstrap;
 import io.treeline.comm.CommConfig;
 import io.treeline.comm.HostCommunicator;
+import io.treeline.comm.Window;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.launch.ProcessLauncher;
@@ -39,7 +40,10 @@ import java.util.Map;
  * sweep's first size for at least {@code peers.warmFirstMillis} ({@link #WARM_FIRST_MILLIS}). The
  * system property {@code peers.algorithm} forces an allreduce algorithm (oneshot, twoshot...)
  * for measuring the selector's crossovers, and {@code peers.system} names the rows (peers.sh's
- * {@code --variant}).
+ * {@code --variant}); {@code peers.registered=true} times the registered form instead: the
+ * data in a window reserved once ({@link HostCommunicator#reserveWindow}), reduced in place
+ * with no copy into or out of the shared segment, as GradientAggregator's buckets are (rows
+ * {@code treeline-registered}).
  * launches RANKS JVMs on one simulated node (shared memory) and prints CSV rows
  * {@code system,dtype,ranks,bytes,iters,median_us,p99_us,wrong,first_us} from rank 0, where
  * first_us is the slowest rank's first call of the size, before its warm-up: what a new size
@@ -83,6 +87,13 @@ public final class PeerBench {
         .withPlan(PlanConfig.DEFAULT.withChunkBytes(
             Long.getLong("peers.chunkBytes", PlanConfig.DEFAULT.chunkBytes())))
         .withAlgorithm(forced == null ? null : Algorithm.parse(forced));
+    boolean registered = Boolean.getBoolean("peers.registered");
+    if (registered) {
+      // a window of the largest size, and the ordinary calls (the timing allreduces) the rest
+      long window = (max + 4095) / 4096 * 4096;
+      cfg = cfg.withSegmentBytes(Math.max(cfg.segmentBytes(), window + window / 4 + (1 << 20))
+          / 4096 * 4096 + 4096);
+    }
     long warmNanos = Long.getLong("peers.warmMillis", WARM_MILLIS) * 1_000_000L;
     long firstWarmNanos = Math.max(warmNanos, Long.getLong("peers.warmFirstMillis",
         WARM_FIRST_MILLIS) * 1_000_000L);
@@ -91,32 +102,38 @@ public final class PeerBench {
       int rank = comm.rank();
       int n = comm.size();
       String system = System.getProperty("peers.system",
-          args[0].contains("x") ? "treeline-" + args[0] : "treeline");
+          (args[0].contains("x") ? "treeline-" + args[0] : "treeline")
+              + (registered ? "-registered" : ""));
+      Window window = registered ? comm.reserveWindow(max) : null;
       for (long bytes = Math.max(min, type.size()); bytes <= max; bytes *= factor) {
         long count = bytes / type.size();
         int iters = iterations(bytes);
-        ByteBuffer in = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
-        ByteBuffer out = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+        ByteBuffer in = registered ? window.input()
+            : ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+        ByteBuffer out = registered ? window.output()
+            : ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+        Call call = registered ? () -> comm.allReduce(window, count, type, ReduceOp.SUM)
+            : () -> comm.allReduce(in, out, count, type, ReduceOp.SUM);
         for (int i = 0; i < count; i++) {
           type.put(in, i, 1 + rank % 5 + i % 3);
         }
         barrier(comm);
         long t1 = System.nanoTime();
-        comm.allReduce(in, out, count, type, ReduceOp.SUM);
+        call.run();
         double first = max(comm, (System.nanoTime() - t1) / 1e3);
         int batch = Math.max(1, warmup >= 0 ? warmup : warmups(bytes));
         long warmFor = bytes == Math.max(min, type.size()) ? firstWarmNanos : warmNanos;
         long warmStart = System.nanoTime();
         do {
           for (int w = 0; w < batch; w++) {
-            comm.allReduce(in, out, count, type, ReduceOp.SUM);
+            call.run();
           }
         } while (warmup < 0 && max(comm, System.nanoTime() - warmStart < warmFor ? 1 : 0) > 0);
         long[] each = new long[iters];
         barrier(comm);
         for (int it = 0; it < iters; it++) {
           long t0 = System.nanoTime();
-          comm.allReduce(in, out, count, type, ReduceOp.SUM);
+          call.run();
           each[it] = System.nanoTime() - t0;
         }
         long wrong = 0;
@@ -139,6 +156,11 @@ public final class PeerBench {
         }
       }
     }
+  }
+
+  /** One timed allreduce: of the caller's buffers, or of a registered window. */
+  private interface Call {
+    void run();
   }
 
   /**
