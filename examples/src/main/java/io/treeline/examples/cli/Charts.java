@@ -79,30 +79,60 @@ final class Charts {
     return write(title, caption, List.of(time, bw), png);
   }
 
+  /** One row of the peers figure: one rank count and type, e.g. "4 ranks f32". */
+  record PeerGroup(String name, Map<String, double[][]> medians, Map<String, double[][]> ratios) {
+  }
+
   /**
-   * Peers side by side (scripts/bench/peers.sh): median time per call against message size, a
-   * line per series ("treeline", "mpi", "gloo" with ranks and type), and Treeline's median over
-   * each peer's of the same ranks and type (below 1: Treeline is faster).
+   * Peers side by side (scripts/bench/peers.sh), a row per rank count and type: median time per
+   * call against message size, a line per system ("treeline", "treeline-registered", "mpi",
+   * "gloo"...), and each Treeline system's median over the faster peer's of the same ranks and
+   * type, with the goal (0.9) drawn across. One row per group keeps a legend to the systems of
+   * one shape instead of every system times every rank count.
    *
-   * @param medians series name to (bytes, median us) points
-   * @param ratios series name to (bytes, ratio) points
+   * @param groups per row: series name to (bytes, median us) points, and to (bytes, ratio)
+   * @param goal the ratio line to draw (0 for none)
    */
-  static List<Path> peers(String title, String caption, Map<String, double[][]> medians,
-      Map<String, double[][]> ratios, Path png) throws IOException {
-    if (medians.isEmpty()) {
+  static List<Path> peers(String title, String caption, List<PeerGroup> groups, double goal,
+      Path png) throws IOException {
+    if (groups.isEmpty() || groups.stream().allMatch(g -> g.medians().isEmpty())) {
       throw new IllegalArgumentException("nothing to plot: no measurements for " + png);
     }
-    XYChart time = panel("median time per call", "message size", "time (us)");
-    XYChart ratio = panel("Treeline / peer (median)", "message size", "ratio");
-    time.getStyler().setYAxisLogarithmic(true);
-    ratio.getStyler().setYAxisLogarithmic(true);
-    ratio.getStyler().setYAxisDecimalPattern("0.###");
-    for (XYChart c : List.of(time, ratio)) {
-      c.setCustomXAxisTickLabelsFormatter(Charts::log2Label);
+    List<XYChart> panels = new ArrayList<>();
+    for (PeerGroup g : groups) {
+      XYChart time = panel("median time per call, " + g.name(), "message size", "time (us)");
+      XYChart ratio = panel("Treeline / the faster peer, " + g.name(), "message size",
+          "ratio (below 1: Treeline faster)");
+      time.getStyler().setYAxisLogarithmic(true);
+      ratio.getStyler().setYAxisLogarithmic(true);
+      ratio.getStyler().setYAxisDecimalPattern("0.###");
+      ratio.getStyler().setLegendPosition(Styler.LegendPosition.InsideSW);
+      for (XYChart c : List.of(time, ratio)) {
+        c.setCustomXAxisTickLabelsFormatter(Charts::log2Label);
+      }
+      g.medians().forEach((k, v) -> time.addSeries(k, log2(v[0]), v[1]));
+      double lo = Double.MAX_VALUE;
+      double hi = -Double.MAX_VALUE;
+      for (Map.Entry<String, double[][]> e : g.ratios().entrySet()) {
+        double[] x = log2(e.getValue()[0]);
+        ratio.addSeries(e.getKey(), x, e.getValue()[1]);
+        if (x.length > 0) {
+          lo = Math.min(lo, x[0]);
+          hi = Math.max(hi, x[x.length - 1]);
+        }
+      }
+      if (goal > 0 && lo <= hi) {
+        XYSeries line = ratio.addSeries("goal " + goal, new double[] {lo, hi},
+            new double[] {goal, goal});
+        line.setMarker(SeriesMarkers.NONE);
+        line.setLineColor(Color.GRAY);
+        line.setLineStyle(new java.awt.BasicStroke(1.5f, java.awt.BasicStroke.CAP_BUTT,
+            java.awt.BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
+      }
+      panels.add(time);
+      panels.add(ratio);
     }
-    medians.forEach((k, v) -> time.addSeries(k, log2(v[0]), v[1]));
-    ratios.forEach((k, v) -> ratio.addSeries(k, log2(v[0]), v[1]));
-    return write(title, caption, List.of(time, ratio), png);
+    return write(title, caption, panels, 2, png);
   }
 
   private static double[] log2(double[] bytes) {
@@ -160,9 +190,16 @@ final class Charts {
   /** The panels side by side under the title, the caption below; PNG and SVG. */
   private static List<Path> write(String title, String caption, List<XYChart> panels,
       Path png) throws IOException {
+    return write(title, caption, panels, panels.size(), png);
+  }
+
+  /** The panels in rows of {@code cols} under the title, the caption below; PNG and SVG. */
+  private static List<Path> write(String title, String caption, List<XYChart> panels, int cols,
+      Path png) throws IOException {
     System.setProperty("java.awt.headless", "true");
-    int w = PANEL_W * panels.size();
-    int h = TOP + PANEL_H + BOTTOM;
+    int rows = (panels.size() + cols - 1) / cols;
+    int w = PANEL_W * cols;
+    int h = TOP + PANEL_H * rows + BOTTOM;
     Path dir = png.toAbsolutePath().getParent();
     if (dir != null) {
       Files.createDirectories(dir);
@@ -172,13 +209,13 @@ final class Charts {
     g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
     g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING,
         RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
-    paint(g, title, caption, panels, w, h);
+    paint(g, title, caption, panels, cols, w, h);
     g.dispose();
     ImageIO.write(img, "png", png.toFile());
     Path svg = png.resolveSibling(png.getFileName().toString().replaceFirst("\\.png$", "")
         + ".svg");
     VectorGraphics2D vg = new VectorGraphics2D();
-    paint(vg, title, caption, panels, w, h);
+    paint(vg, title, caption, panels, cols, w, h);
     try (OutputStream out = Files.newOutputStream(svg)) {
       new SVGProcessor().getDocument(vg.getCommands(), new PageSize(0, 0, w, h)).writeTo(out);
     }
@@ -186,7 +223,7 @@ final class Charts {
   }
 
   private static void paint(Graphics2D g, String title, String caption, List<XYChart> panels,
-      int w, int h) {
+      int cols, int w, int h) {
     g.setColor(Color.WHITE);
     g.fillRect(0, 0, w, h);
     g.setColor(Color.BLACK);
@@ -194,7 +231,7 @@ final class Charts {
     g.drawString(title, 12, 23);
     for (int i = 0; i < panels.size(); i++) {
       Graphics2D p = (Graphics2D) g.create();
-      p.translate(i * PANEL_W, TOP);
+      p.translate(i % cols * PANEL_W, TOP + i / cols * PANEL_H);
       p.clipRect(0, 0, PANEL_W, PANEL_H);
       panels.get(i).paint(p, PANEL_W, PANEL_H);
       p.dispose();

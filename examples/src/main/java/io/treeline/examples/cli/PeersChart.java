@@ -32,9 +32,14 @@ public final class PeersChart {
       med.computeIfAbsent(f[0] + " " + f[2] + " ranks " + f[1], k -> new TreeMap<>())
           .put(Long.parseLong(f[3]), Double.parseDouble(f[5]));
     }
-    Map<String, double[][]> medians = new LinkedHashMap<>();
-    Map<String, double[][]> ratios = new LinkedHashMap<>();
-    med.forEach((k, v) -> medians.put(k, points(v)));
+    // one figure row per "K ranks dtype": the systems' medians, Treeline's / the faster peer's
+    Map<String, Charts.PeerGroup> groups = new TreeMap<>(PeersChart::byShape);
+    for (Map.Entry<String, TreeMap<Long, Double>> e : med.entrySet()) {
+      String system = e.getKey().substring(0, e.getKey().indexOf(' '));
+      String rest = e.getKey().substring(system.length() + 1);
+      groups.computeIfAbsent(rest, k -> new Charts.PeerGroup(k, new LinkedHashMap<>(),
+          new LinkedHashMap<>())).medians().put(system, points(e.getValue()));
+    }
     System.out.println("# Treeline median / peer median per size (below 1: Treeline faster); "
         + "spark/treeline: how many times faster than treeAggregate");
     for (Map.Entry<String, TreeMap<Long, Double>> e : med.entrySet()) {
@@ -56,31 +61,50 @@ public final class PeersChart {
         });
         System.out.println(row);
       }
+      TreeMap<Long, Double> faster = new TreeMap<>();
       for (String peer : List.of("mpi", "gloo")) {
         TreeMap<Long, Double> p = med.get(peer + " " + rest);
         if (p == null) {
           continue;
         }
-        TreeMap<Long, Double> r = new TreeMap<>();
         StringBuilder row = new StringBuilder(system + "/" + peer + " " + rest + ":");
         e.getValue().forEach((bytes, t) -> {
           Double q = p.get(bytes);
           if (q != null && q > 0) {
-            r.put(bytes, t / q);
+            faster.merge(bytes, q, Math::min);
             row.append(String.format(java.util.Locale.ROOT, " %s=%.2f", Charts.sizeLabel(bytes),
                 t / q));
           }
         });
         System.out.println(row);
-        if (!r.isEmpty()) {
-          ratios.put((system.equals("treeline") ? "" : system) + "/" + peer + " " + rest,
-              points(r));
-        }
+      }
+      if (!faster.isEmpty()) {
+        TreeMap<Long, Double> r = new TreeMap<>();
+        StringBuilder row = new StringBuilder(system + "/faster " + rest + ":");
+        faster.forEach((bytes, q) -> {
+          double t = e.getValue().get(bytes);
+          r.put(bytes, t / q);
+          row.append(String.format(java.util.Locale.ROOT, " %s=%.2f", Charts.sizeLabel(bytes),
+              t / q));
+        });
+        System.out.println(row);
+        groups.get(rest).ratios().put(system + " / faster peer", points(r));
       }
     }
     List<Path> out = Charts.peers("Allreduce side by side: Treeline, Open MPI, Gloo (median)",
-        caption, medians, ratios, png);
+        caption, new ArrayList<>(groups.values()), GOAL, png);
     System.out.println("# wrote " + new ArrayList<>(out));
+  }
+
+  /** The goal: Treeline's median at most this times the faster peer's. */
+  static final double GOAL = 0.9;
+
+  /** "K ranks dtype" ordered by type, then by K. */
+  private static int byShape(String a, String b) {
+    String[] x = a.split(" ");
+    String[] y = b.split(" ");
+    int c = x[x.length - 1].compareTo(y[y.length - 1]);
+    return c != 0 ? c : Integer.compare(Integer.parseInt(x[0]), Integer.parseInt(y[0]));
   }
 
   private static double[][] points(TreeMap<Long, Double> m) {

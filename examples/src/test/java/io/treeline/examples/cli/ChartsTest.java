@@ -44,7 +44,10 @@ class ChartsTest {
     assertTrue(svg.split("<path").length > 100, "two panels of lines, ticks and glyphs");
   }
 
-  /** peers.sh's CSV: a figure with time and ratio panels, and the ratios Treeline / peer. */
+  /**
+   * peers.sh's CSV: a figure with a row of time and ratio panels per shape, and the ratios
+   * Treeline / peer.
+   */
   @Test
   void thePeersFigureDrawsTheCsvAndPrintsTreelineOverEachPeer(@TempDir Path dir)
       throws Exception {
@@ -66,6 +69,10 @@ class ChartsTest {
     String out = buf.toString("UTF-8");
     assertTrue(out.contains("treeline/mpi 2 ranks f32: 8B=2.00 4K=0.50"), out);
     assertTrue(out.contains("treeline/gloo 2 ranks f32: 8B=0.02"), out);
+    // the ratio panel's line: over the faster peer at each size (MPI at 8 B and 4 KiB here)
+    assertTrue(out.contains("treeline/faster 2 ranks f32: 8B=2.00 4K=0.50"), out);
+    // a row of panels per rank count and type: bf16 (Treeline only) above f32
+    assertEquals(34 + 2 * 460 + 28, ImageIO.read(png.toFile()).getHeight());
     assertTrue(!out.contains("bf16:"), "no peer has bf16 here: " + out);
   }
 
