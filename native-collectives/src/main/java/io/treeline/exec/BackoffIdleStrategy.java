@@ -87,14 +87,23 @@ public final class BackoffIdleStrategy {
 
   /**
    * After a successful poll. The spin budget adapts between {@code SHORT_SPIN_NANOS} and the
-   * configured one: a wait that the spin ended doubles it, one that needed a yield or a park
-   * halves it. The ranks may fit the cores and still not have them (other processes on a busy
-   * machine): then two ranks share a core, and every hand-off would first burn a whole spin
-   * budget of the core the peer needs.
+   * configured one: a wait that ended within the configured budget (in the spin, or in the
+   * yields soon after it) doubles it, since a longer spin would have caught the peer; one that
+   * outlasted the whole budget halves it. The ranks may fit the cores and still not have them
+   * (other processes on a busy machine): then two ranks share a core, the peer answers only
+   * after a scheduler slice, and every hand-off would first burn a whole spin budget of the
+   * core the peer needs.
+   *
+   * <p>The earlier rule halved on any wait that reached a yield. Two ranks then settled at the
+   * floor together: each wait a little longer than 2 us, so each ended in the yields, so the
+   * budget stayed at 2 us, and a 16-byte allreduce on 2 ranks took 8.4-9.3 us instead of 0.5
+   * for a whole sweep size in 4 of 8 runs (this 2-core VM, 2026-12-04; 0 of 8 with this rule,
+   * BENCHMARKS.md).
    */
   public void reset() {
     if (spins > 0) { // a wait ended (not the constructor, not a reset without waiting)
-      spinNanos = spinning ? Math.min(maxSpinNanos, spinNanos * 2)
+      boolean caught = spinning || System.nanoTime() - spinStart < maxSpinNanos;
+      spinNanos = caught ? Math.min(maxSpinNanos, spinNanos * 2)
           : Math.max(minSpinNanos, spinNanos / 2);
     }
     spinning = true;

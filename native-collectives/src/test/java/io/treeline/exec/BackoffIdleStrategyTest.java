@@ -4,7 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import org.junit.jupiter.api.Test;
 
-/** The spin budget adapts: halved by waits that had to yield, doubled by waits the spin ended. */
+/**
+ * The spin budget adapts: halved by waits that outlasted the whole configured budget, doubled by
+ * waits that ended within it (in the spin, or in the yields just after it).
+ */
 class BackoffIdleStrategyTest {
   /** Idles past the spin budget: the wait ends after yielding. */
   private static void waitPastTheSpin(BackoffIdleStrategy s) {
@@ -35,5 +38,33 @@ class BackoffIdleStrategyTest {
       s.reset();
     }
     assertEquals(50_000, s.spinNanos()); // the configured budget is the ceiling
+  }
+
+  /** Idles until {@code nanos} after the start: past a short spin, within the configured one. */
+  private static void waitFor(BackoffIdleStrategy s, long nanos) {
+    long end = System.nanoTime() + nanos;
+    while (System.nanoTime() - end < 0) {
+      s.idle();
+    }
+    s.reset();
+  }
+
+  @Test
+  void aWaitThatYieldedButEndedWithinTheBudgetLengthensTheSpin() {
+    // 1 ms budget so that a 100 us wait is well within it even on a slow machine, and a spin
+    // budget of 2 us that such a wait always outlasts (it yields before it ends)
+    BackoffIdleStrategy s = new BackoffIdleStrategy(1_000_000, 1_000_000, 1_000, 100_000);
+    for (int i = 0; i < 12; i++) {
+      waitFor(s, 1_500_000); // outlasts the whole budget: halves it, to the floor
+    }
+    assertEquals(BackoffIdleStrategy.SHORT_SPIN_NANOS, s.spinNanos());
+    // a peer that answers in 100 us: the old rule (halve on any yield) stayed at the 2 us
+    // floor for ever, and every wait paid the yields; a longer spin would have caught it
+    waitFor(s, 100_000);
+    assertEquals(2 * BackoffIdleStrategy.SHORT_SPIN_NANOS, s.spinNanos());
+    for (int i = 0; i < 12; i++) {
+      waitFor(s, 100_000);
+    }
+    assertEquals(1_000_000, s.spinNanos());
   }
 }
