@@ -441,7 +441,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
     requireAlgorithm(algorithm);
     long windows = windows(count, type);
     if (windows == 1 && queued.get() == 0) {
-      allReduceInline(in, out, count, type, op, algorithm);
+      allReduceInline(in, out, null, count, type, op, algorithm);
       return;
     }
     runSync("allreduce", windows, allReduceBody(in, out, count, type, op, algorithm));
@@ -449,10 +449,12 @@ public final class HostCommunicator extends TypedForms implements Communicator {
 
   /**
    * {@link #runSync} and {@link #runBody} for an allreduce that fits one window, written out so
-   * that the small-message path allocates nothing (no body or plan-lookup lambdas, no key).
+   * that the small-message path allocates nothing (no body or plan-lookup lambdas, no key): of
+   * the caller's buffers {@code in} and {@code out}, or in place in the registered window
+   * {@code w} when it is non-null.
    */
-  private void allReduceInline(Buffer in, Buffer out, long count, DataType type, ReduceOp op,
-      Algorithm algorithm) {
+  private void allReduceInline(Buffer in, Buffer out, Window w, long count, DataType type,
+      ReduceOp op, Algorithm algorithm) {
     state.requireOpen("allreduce");
     inline.incrementAndGet();
     try {
@@ -462,7 +464,11 @@ public final class HostCommunicator extends TypedForms implements Communicator {
         if (FaultInjection.ON) {
           FaultInjection.at("between", rank, sequence + 1);
         }
-        runOne(allReducePlan(algorithm, count, type), in, 0, out, 0, count, type, op);
+        if (w != null) {
+          allReduceWindow(w, count, type, op);
+        } else {
+          runOne(allReducePlan(algorithm, count, type), in, 0, out, 0, count, type, op);
+        }
       } catch (RuntimeException | Error e) {
         throw failed(e);
       }
@@ -662,22 +668,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       allReduceAsync(w, count, type, op).await();
       return;
     }
-    state.requireOpen("allreduce");
-    inline.incrementAndGet();
-    try {
-      state.requireOpen("allreduce"); // close() may have looked at inline before the increment
-      state.requireHealthy("allreduce");
-      try {
-        if (FaultInjection.ON) {
-          FaultInjection.at("between", rank, sequence + 1);
-        }
-        allReduceWindow(w, count, type, op);
-      } catch (RuntimeException | Error e) {
-        throw failed(e);
-      }
-    } finally {
-      inline.decrementAndGet();
-    }
+    allReduceInline(null, null, w, count, type, op, null);
   }
 
   private void requireWindowCall(Window w, long count, DataType type, ReduceOp op) {
