@@ -11,11 +11,7 @@ import org.junit.jupiter.api.Test;
 class BackoffIdleStrategyTest {
   /** Idles past the spin budget: the wait ends after yielding. */
   private static void waitPastTheSpin(BackoffIdleStrategy s) {
-    long end = System.nanoTime() + s.spinNanos() + 200_000;
-    while (System.nanoTime() - end < 0) {
-      s.idle();
-    }
-    s.reset();
+    waitFor(s, s.spinNanos() + 200_000);
   }
 
   @Test

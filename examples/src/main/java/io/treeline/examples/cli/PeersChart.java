@@ -22,78 +22,73 @@ public final class PeersChart {
     Path csv = Path.of(args[0]);
     Path png = Path.of(args[1]);
     String caption = args.length > 2 ? args[2] : Charts.machine();
-    // series "system K dtype" -> bytes -> median
-    Map<String, TreeMap<Long, Double>> med = new LinkedHashMap<>();
+    // "K ranks dtype" -> system -> bytes -> median, in the CSV's order of systems
+    Map<String, Map<String, TreeMap<Long, Double>>> med = new TreeMap<>(PeersChart::byShape);
     for (String line : Files.readAllLines(csv)) {
       String[] f = line.split(",");
       if (f.length < 8 || f[0].equals("system")) {
         continue;
       }
-      med.computeIfAbsent(f[0] + " " + f[2] + " ranks " + f[1], k -> new TreeMap<>())
+      med.computeIfAbsent(f[2] + " ranks " + f[1], k -> new LinkedHashMap<>())
+          .computeIfAbsent(f[0], k -> new TreeMap<>())
           .put(Long.parseLong(f[3]), Double.parseDouble(f[5]));
-    }
-    // one figure row per "K ranks dtype": the systems' medians, Treeline's / the faster peer's
-    Map<String, Charts.PeerGroup> groups = new TreeMap<>(PeersChart::byShape);
-    for (Map.Entry<String, TreeMap<Long, Double>> e : med.entrySet()) {
-      String system = e.getKey().substring(0, e.getKey().indexOf(' '));
-      String rest = e.getKey().substring(system.length() + 1);
-      groups.computeIfAbsent(rest, k -> new Charts.PeerGroup(k, new LinkedHashMap<>(),
-          new LinkedHashMap<>())).medians().put(system, points(e.getValue()));
     }
     System.out.println("# Treeline median / peer median per size (below 1: Treeline faster); "
         + "spark/treeline: how many times faster than treeAggregate");
-    for (Map.Entry<String, TreeMap<Long, Double>> e : med.entrySet()) {
-      // "treeline 4 ranks f32", or a simulated-node shape "treeline-2x4 8 ranks f32"
-      if (!e.getKey().startsWith("treeline")) {
-        continue;
-      }
-      String system = e.getKey().substring(0, e.getKey().indexOf(' '));
-      String rest = e.getKey().substring(system.length() + 1);
-      TreeMap<Long, Double> spark = med.get("spark " + rest);
-      if (spark != null) {
-        StringBuilder row = new StringBuilder("spark/" + system + " " + rest + ":");
-        e.getValue().forEach((bytes, t) -> {
-          Double q = spark.get(bytes);
-          if (q != null && t > 0) {
-            row.append(String.format(java.util.Locale.ROOT, " %s=%.1f", Charts.sizeLabel(bytes),
-                q / t));
-          }
-        });
-        System.out.println(row);
-      }
-      TreeMap<Long, Double> faster = new TreeMap<>();
-      for (String peer : List.of("mpi", "gloo")) {
-        TreeMap<Long, Double> p = med.get(peer + " " + rest);
-        if (p == null) {
-          continue;
+    // one figure row per shape: the systems' medians, and each Treeline's / the faster peer's
+    List<Charts.PeerGroup> groups = new ArrayList<>();
+    med.forEach((shape, systems) -> {
+      Charts.PeerGroup g = new Charts.PeerGroup(shape, new LinkedHashMap<>(),
+          new LinkedHashMap<>());
+      groups.add(g);
+      systems.forEach((system, t) -> g.medians().put(system, points(t)));
+      // "treeline", "treeline-registered", or a simulated-node shape "treeline-2x4"
+      systems.forEach((system, t) -> {
+        if (!system.startsWith("treeline")) {
+          return;
         }
-        StringBuilder row = new StringBuilder(system + "/" + peer + " " + rest + ":");
-        e.getValue().forEach((bytes, t) -> {
-          Double q = p.get(bytes);
-          if (q != null && q > 0) {
-            faster.merge(bytes, q, Math::min);
-            row.append(String.format(java.util.Locale.ROOT, " %s=%.2f", Charts.sizeLabel(bytes),
-                t / q));
+        TreeMap<Long, Double> spark = systems.get("spark");
+        if (spark != null) {
+          print("spark/" + system + " " + shape, ratio(spark, t), "%.1f");
+        }
+        TreeMap<Long, Double> faster = new TreeMap<>();
+        for (String peer : List.of("mpi", "gloo")) {
+          TreeMap<Long, Double> p = systems.get(peer);
+          if (p != null) {
+            print(system + "/" + peer + " " + shape, ratio(t, p), "%.2f");
+            ratio(t, p).keySet().forEach(bytes -> faster.merge(bytes, p.get(bytes), Math::min));
           }
-        });
-        System.out.println(row);
-      }
-      if (!faster.isEmpty()) {
-        TreeMap<Long, Double> r = new TreeMap<>();
-        StringBuilder row = new StringBuilder(system + "/faster " + rest + ":");
-        faster.forEach((bytes, q) -> {
-          double t = e.getValue().get(bytes);
-          r.put(bytes, t / q);
-          row.append(String.format(java.util.Locale.ROOT, " %s=%.2f", Charts.sizeLabel(bytes),
-              t / q));
-        });
-        System.out.println(row);
-        groups.get(rest).ratios().put(system + " / faster peer", points(r));
-      }
-    }
+        }
+        if (!faster.isEmpty()) {
+          TreeMap<Long, Double> r = ratio(t, faster);
+          print(system + "/faster " + shape, r, "%.2f");
+          g.ratios().put(system + " / faster peer", points(r));
+        }
+      });
+    });
     List<Path> out = Charts.peers("Allreduce side by side: Treeline, Open MPI, Gloo (median)",
-        caption, new ArrayList<>(groups.values()), GOAL, png);
+        caption, groups, GOAL, png);
     System.out.println("# wrote " + new ArrayList<>(out));
+  }
+
+  /** {@code a / b} at every size both have, where {@code b} is positive. */
+  private static TreeMap<Long, Double> ratio(TreeMap<Long, Double> a, TreeMap<Long, Double> b) {
+    TreeMap<Long, Double> r = new TreeMap<>();
+    a.forEach((bytes, x) -> {
+      Double y = b.get(bytes);
+      if (y != null && y > 0) {
+        r.put(bytes, x / y);
+      }
+    });
+    return r;
+  }
+
+  /** "label: 8B=2.00 4K=0.50": the ratio rows docs/BENCHMARKS.md quotes. */
+  private static void print(String label, TreeMap<Long, Double> r, String format) {
+    StringBuilder row = new StringBuilder(label + ":");
+    r.forEach((bytes, x) -> row.append(String.format(java.util.Locale.ROOT, " %s=" + format,
+        Charts.sizeLabel(bytes), x)));
+    System.out.println(row);
   }
 
   /** The goal: Treeline's median at most this times the faster peer's. */
