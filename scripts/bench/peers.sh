@@ -9,12 +9,17 @@
 #   scripts/bench/peers.sh [--ranks "2 4"] [--min 8] [--max 268435456] [--factor 4]
 #                          [--types "f32 bf16"] [--sim "2x4"] [--no-spark]
 #                          [--out out/peers] [--no-install] [--variant NAME=JAVA_OPTS]...
-#                          [--only-treeline]
+#                          [--only-treeline] [--mpi-tcp]
 #
 # --variant NAME=OPTS: Treeline once more in the same run with these JVM options (through
-# JAVA_TOOL_OPTIONS, so every rank has them), rows "treeline-NAME": an A/B of one setting beside
+# JAVA_TOOL_OPTIONS, so every rank has them), rows "treeline-NAME" (and "treeline-NxG-NAME" for
+# each --sim shape): an A/B of one setting beside
 # the peers, e.g. --variant twoshot=-Dpeers.algorithm=twoshot (the selector's crossover) or
 # --variant kernels=-Dtreeline.vectorMinElements=0. --only-treeline skips MPI and Gloo.
+#
+# --mpi-tcp: Open MPI once more with its TCP transport only (--mca btl tcp,self on loopback), rows
+# "mpi-tcp": beside Treeline's simulated nodes, whose node-to-node leg is TCP, a like-for-like
+# network peer (plain "mpi" uses shared memory between all ranks of this host).
 #
 # --sim "NxG ...": Treeline also on N simulated nodes of G ranks (shared memory inside a node,
 # TCP on loopback between them: all on this host, so the "network" is loopback), rows
@@ -36,7 +41,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 ranks="2 4"; min=8; max=268435456; factor=4; types="f32 bf16"; out=out/peers; install=1; plot=""
-sim=""; spark=1; variants=(); peers=1
+sim=""; spark=1; variants=(); peers=1; mpi_tcp=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --ranks) ranks="$2"; shift 2 ;;
@@ -51,7 +56,8 @@ while [ $# -gt 0 ]; do
     --plot) plot="$2"; shift 2 ;;
     --variant) variants+=("$2"); shift 2 ;;
     --only-treeline) peers=0; spark=0; shift ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    --mpi-tcp) mpi_tcp=1; shift ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -178,6 +184,11 @@ for k in $peer_ranks; do
       if [ $((${shape%x*} * ${shape#*x})) = "$k" ]; then
         echo "# treeline, $shape simulated nodes x ranks, $t" >&2
         treeline_run "treeline-$shape" "$shape" "$t" "$shape"
+        for v in ${variants[@]+"${variants[@]}"}; do
+          echo "# treeline-$shape-${v%%=*} (${v#*=}), $t" >&2
+          JAVA_TOOL_OPTIONS="${v#*=} -Dpeers.system=treeline-$shape-${v%%=*}" \
+            treeline_run "treeline-$shape-${v%%=*}" "$shape" "$t" "$shape-${v%%=*}"
+        done
       fi
     done
     if [ "$spark" = 1 ] && [ "$t" = f32 ] && [ "$spark_min" -le "$spark_max" ]; then
@@ -190,6 +201,12 @@ for k in $peer_ranks; do
       echo "# mpi, $k ranks, $t" >&2
       OMP_NUM_THREADS=1 mpirun "${mpirun_args[@]}" --oversubscribe -n "$k" "$MPI_PYTHON" \
         scripts/bench/peers.py mpi "$t" "$min" "$max" "$factor" | grep '^mpi,' | tee -a "$csv"
+      if [ "$mpi_tcp" = 1 ]; then
+        echo "# mpi over TCP (btl tcp,self, loopback), $k ranks, $t" >&2
+        OMP_NUM_THREADS=1 mpirun "${mpirun_args[@]}" --oversubscribe --mca btl tcp,self \
+          --mca btl_tcp_if_include lo -n "$k" "$MPI_PYTHON" scripts/bench/peers.py mpi "$t" \
+          "$min" "$max" "$factor" | grep '^mpi,' | sed 's/^mpi,/mpi-tcp,/' | tee -a "$csv"
+      fi
     fi
     if [ "$peers" = 1 ] && [ -n "$GLOO_PYTHON" ]; then
       echo "# gloo, $k ranks, $t" >&2

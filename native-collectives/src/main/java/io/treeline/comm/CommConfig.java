@@ -56,6 +56,10 @@ public record CommConfig(Duration timeout, PlanConfig plan, long segmentBytes, i
     return new CommConfig(timeout, plan, b, slotsPerLane, algorithm, selector);
   }
 
+  public CommConfig withSlotsPerLane(int slots) {
+    return new CommConfig(timeout, plan, segmentBytes, slots, algorithm, selector);
+  }
+
   public CommConfig withPlan(PlanConfig p) {
     return new CommConfig(timeout, p, segmentBytes, slotsPerLane, algorithm, selector);
   }

@@ -52,7 +52,7 @@ public final class PeersChart {
           print("spark/" + system + " " + shape, ratio(spark, t), "%.1f");
         }
         TreeMap<Long, Double> faster = new TreeMap<>();
-        for (String peer : List.of("mpi", "gloo")) {
+        for (String peer : List.of("mpi", "mpi-tcp", "gloo")) {
           TreeMap<Long, Double> p = systems.get(peer);
           if (p != null) {
             print(system + "/" + peer + " " + shape, ratio(t, p), "%.2f");
