@@ -34,8 +34,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * higher accepts). Accepting never blocks: a {@link SecureAcceptor} proves the job secret on
  * each connection with a short deadline, so a stranger's idle or garbage connection delays
  * no one. After set-up, one selector thread receives for all links, straight into the slots of
- * the lane a frame names, and the rank's own thread sends with non-blocking writes that back
- * off until the collective's deadline. Flow control is by credits: each lane of a link has
+ * the lane a frame names (opt-in, a rank thread that waits on a link reads it itself while
+ * the selector thread does not: {@link #pollRead}; one reader at a time per link), and the rank's own thread sends with non-blocking writes that back off until the
+ * collective's deadline. Flow control is by credits: each lane of a link has
  * {@code slotsPerLane} receive slots, a sender sends only while it holds a credit, and a
  * receiver returns a credit when it releases a slot. So the receiver never has to stop reading
  * one lane because another is full, both trees of a double binary tree stay in flight, and a
@@ -88,6 +89,7 @@ public final class PeerLinks implements NetworkLink {
   private final SecureAcceptor acceptor;
   private final Thread receiver;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
+  private final boolean pollReads;
   private volatile boolean connected;
   private volatile boolean statusPending;
   private volatile boolean closed;
@@ -120,6 +122,7 @@ public final class PeerLinks implements NetworkLink {
     this.watch = watch;
     this.secret = secret.clone();
     this.addresses = addresses.clone();
+    this.pollReads = pollReads(this.addresses, rank, Runtime.getRuntime().availableProcessors());
     this.slotBytes = slotBytes;
     this.slotsPerLane = slotsPerLane;
     this.links = new Link[addresses.length];
@@ -423,9 +426,57 @@ public final class PeerLinks implements NetworkLink {
         + timeout.toMillis() + " ms not reached)", null);
   }
 
+  /**
+   * A waiting rank thread reads its peer's socket itself when the receiver thread is not
+   * reading it, so the frame it waits for (or the credit) lands without the receiver's wake-up
+   * from {@code select} and the hand-off between the two threads: Open MPI's TCP ranks read
+   * their own sockets in their progress loop, and answered 4-64 KiB allreduces across two
+   * loopback "nodes" in 15-35 us where Treeline took 58-91 (2-core VM, 2026-12-05). A
+   * non-blocking read of what the socket holds, never a wait. Opt-in ({@link #pollReads}): on a
+   * 2-core VM with 2 ranks, forced on, the two readers of a link took each other's core.
+   */
+  private void pollRead(Link l) {
+    if (!pollReads || l.failure != null || !l.reading.compareAndSet(0, 1)) {
+      return;
+    }
+    try {
+      l.readAvailable(slotsPerLane, slotBytes); // false: the loss is recorded in l.failure
+    } catch (IOException | RuntimeException e) {
+      lost(l, "the connection to rank " + l.peer + " failed: " + BootstrapException.describe(e));
+    } finally {
+      l.reading.setRelease(0);
+    }
+    if (statusPending) {
+      selector.wakeup(); // a STATUS_REQUEST read here: the receiver thread answers it
+    }
+  }
+
+  /**
+   * Whether waiting rank threads read their sockets ({@link #pollRead}). Off unless
+   * {@code -Dtreeline.tcpPollRead} asks: {@code true} forces it, {@code auto} turns it on when
+   * every rank of this host (the ranks whose address is this rank's) and its receiver thread
+   * can have a core. Opt-in until it is measured where that holds (16 cores); on this 2-core VM
+   * it could only be measured forced, oversubscribed, and did not pay (2026-12-05).
+   */
+  static boolean pollReads(InetSocketAddress[] addresses, int rank, int cores) {
+    String mode = System.getProperty("treeline.tcpPollRead", "false");
+    if (!mode.equals("auto")) {
+      return Boolean.parseBoolean(mode);
+    }
+    int here = 0;
+    for (InetSocketAddress a : addresses) {
+      if (a != null && addresses[rank] != null && a.getAddress() != null
+          && a.getAddress().equals(addresses[rank].getAddress())) {
+        here++;
+      }
+    }
+    return 2L * here <= cores;
+  }
+
   /** One idle step of a wait on {@code l}; returns true (the wait is published). */
   private boolean idleOrFail(Link l, long deadline, String phase, String what, int lane,
       boolean waiting) {
+    pollRead(l);
     long now = System.nanoTime();
     if (!waiting) {
       watch.waiting(l.peer, phase, what, now);
@@ -646,8 +697,13 @@ public final class PeerLinks implements NetworkLink {
           reg.channel.register(selector, SelectionKey.OP_READ, reg);
         }
         selector.select(statusPending ? 5 : 100);
+        boolean skipped = false;
         for (SelectionKey k : selector.selectedKeys()) {
           Link l = (Link) k.attachment();
+          if (!l.reading.compareAndSet(0, 1)) {
+            skipped = true; // its rank thread is reading it (pollRead)
+            continue;
+          }
           try {
             if (!l.readAvailable(slotsPerLane, slotBytes)) {
               k.cancel();
@@ -656,9 +712,16 @@ public final class PeerLinks implements NetworkLink {
             lost(l, "the connection to rank " + l.peer + " failed: "
                 + BootstrapException.describe(e));
             k.cancel();
+          } finally {
+            l.reading.setRelease(0);
           }
         }
         selector.selectedKeys().clear();
+        if (skipped) {
+          // the socket stays readable while the rank thread drains it: give way, not spin (a
+          // 20 us park here cost 16 MiB on 2 loopback nodes 3x: data sat unread for its length)
+          Thread.yield();
+        }
         if (statusPending) {
           answerStatus();
         }
@@ -793,7 +856,9 @@ public final class PeerLinks implements NetworkLink {
     final Lane[] lanes = new Lane[MAX_LANES];
     /** 1 while a thread writes a frame: the rank thread, or the receiver answering STATUS. */
     final AtomicInteger writing = new AtomicInteger();
-    // receiver thread state: the frame being read
+    /** 1 while a thread reads frames: the receiver thread, or a waiting rank thread. */
+    final AtomicInteger reading = new AtomicInteger();
+    // the reading thread's state (held under reading): the frame being read
     final ByteBuffer inHeader = ByteBuffer.allocateDirect(HEADER);
     ByteBuffer inPayload;
     int inType;
@@ -824,7 +889,7 @@ public final class PeerLinks implements NetworkLink {
       return l;
     }
 
-    /** Reads what the socket has; false when the link is done. Receiver thread only. */
+    /** Reads what the socket has; false when the link is done. Only under {@link #reading}. */
     boolean readAvailable(int n, int bytes) throws IOException {
       while (true) {
         if (inPayload == null) {

@@ -1,6 +1,7 @@
 package io.treeline.transport.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -18,6 +19,8 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class PeerLinksTest {
   private static final byte[] SECRET = "job".getBytes(StandardCharsets.UTF_8);
@@ -40,6 +43,55 @@ class PeerLinksTest {
   /** Links made as set-up makes them: every rank connects at once, on its own thread. */
   static void connectAll(PeerLinks... links) {
     Ranks.run(links.length, 30_000, r -> links[r].connect(deadline()));
+  }
+
+  /**
+   * Waiting rank threads read their own sockets only where this host's ranks and their
+   * receiver threads fit its cores; the property forces it either way.
+   */
+  @Test
+  void rankThreadsReadTheirSocketsOnlyWhereTheCoresAllow() throws Exception {
+    InetSocketAddress here = new InetSocketAddress(InetAddress.getLoopbackAddress(), 1);
+    InetSocketAddress there = new InetSocketAddress(InetAddress.getByName("192.0.2.1"), 1);
+    InetSocketAddress[] twoHere = {here, here};
+    InetSocketAddress[] oneHere = {here, there};
+    String saved = System.getProperty("treeline.tcpPollRead");
+    System.clearProperty("treeline.tcpPollRead");
+    try {
+      assertFalse(PeerLinks.pollReads(oneHere, 0, 64), "opt-in");
+      System.setProperty("treeline.tcpPollRead", "auto");
+      assertTrue(PeerLinks.pollReads(twoHere, 0, 4), "2 ranks x 2 threads on 4 cores");
+      assertFalse(PeerLinks.pollReads(twoHere, 0, 3), "4 threads on 3 cores");
+      assertTrue(PeerLinks.pollReads(oneHere, 0, 2), "the peer's rank is on another host");
+      System.setProperty("treeline.tcpPollRead", "true");
+      assertTrue(PeerLinks.pollReads(twoHere, 0, 1));
+      System.setProperty("treeline.tcpPollRead", "false");
+      assertFalse(PeerLinks.pollReads(oneHere, 0, 64));
+    } finally {
+      if (saved == null) {
+        System.clearProperty("treeline.tcpPollRead");
+      } else {
+        System.setProperty("treeline.tcpPollRead", saved);
+      }
+    }
+  }
+
+  /** The two tests below with the rank threads reading (or not) whatever the cores. */
+  @ParameterizedTest(name = "pollRead {0}")
+  @ValueSource(strings = {"true", "false"})
+  void manyMessagesArriveWhicheverThreadReadsThem(String pollRead) throws Exception {
+    String saved = System.getProperty("treeline.tcpPollRead");
+    System.setProperty("treeline.tcpPollRead", pollRead);
+    try {
+      lanesAreIndependentAndCreditsKeepManyMessagesInFlight();
+      aMessageSentJustBeforeThePeerClosesIsStillDelivered();
+    } finally {
+      if (saved == null) {
+        System.clearProperty("treeline.tcpPollRead");
+      } else {
+        System.setProperty("treeline.tcpPollRead", saved);
+      }
+    }
   }
 
   @Test
