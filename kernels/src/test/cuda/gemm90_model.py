@@ -2,7 +2,8 @@
 # No-GPU check of gemm_sm90.cuh's index arithmetic (python3 + numpy, ~3 s): replays load_tile,
 # the fragment loads and the epilogue of gemm90 as written there, with wgmma modelled on the
 # CUTLASS layouts (ALayout_64x8, CLayout_64xN) and a K-major 128-byte-swizzled B descriptor, and
-# compares C with numpy for the nt / nn / tt kernels at odd shapes. Keep it in step with the kernel.
+# compares C with numpy for the nt / nn / tt kernels at odd shapes, and the same for the TMA
+# kernels of gemm_sm90_next.cuh (run_tma). Keep it in step with the kernels.
 # Model of gemm90's index arithmetic for one launch: smem placement by load_tile, the wgmma
 # semantics (A fragments per CUTLASS ALayout_64x8, B through a K-major SW128 descriptor, D per
 # CLayout_64xN), the epilogue mapping. Checks against numpy for the three kinds.
@@ -109,5 +110,92 @@ rng = np.random.default_rng(1)
 for kind in ('nt', 'nn', 'tt'):
     ok &= run(kind, 131, 139, 37, 128, rng)
 ok &= run('nn', 70, 260, 9, 256, rng)
+# gemm_sm90_next.cuh (gemm90t*): TMA-placed tiles (128-byte swizzle: the 16-byte chunk of
+# logical byte b goes to b ^ (((b >> 7) & 7) << 4) in a 1024-aligned stage, zeros outside the
+# matrix), SS: R [r][k] read through descriptors (consumer warpgroup cw at +8192 cw bytes);
+# RS: R [k][r] in BR / 32 boxes {32 r, 32 k}, fragments at the kernel's off[v] + 256 kk.
+def sw(b): return b ^ (((b >> 7) & 7) << 4)
+def desc_tile(buf, base_bytes, rows, kk):   # rows x 8 (k) read by a K-major SW128 descriptor
+    out = np.zeros((8, rows))
+    for n in range(rows):
+        for k in range(8):
+            addr = base_bytes + kk * 32 + (n % 8) * 128 + (n // 8) * 1024 + k * 4
+            out[k, n] = buf[sw(addr) // 4]
+    return out
+def run_tma(kind, M, N, K, BS, NWG, rng):
+    BR = 64 * NWG
+    A = rng.standard_normal((M, K)); B = rng.standard_normal((K, N))
+    if kind == 'ss':  R, S, Rdim, Sdim, OT = A, B.T.copy(), M, N, False       # NT
+    if kind == 'rst': R, S, Rdim, Sdim, OT = B, A, N, M, True                 # NN: R [k][n]
+    if kind == 'rs':  R, S, Rdim, Sdim, OT = A.T.copy(), B.T.copy(), M, N, False  # TT: R [k][m]
+    C = np.full((M, N), np.nan)
+    banks_ok = True
+    for bx in range((Rdim + BR - 1) // BR):
+        for by in range((Sdim + BS - 1) // BS):
+            r0, s0 = bx * BR, by * BS
+            d = np.zeros((NWG, 128, BS // 2))
+            for kt in range((K + BK - 1) // BK):
+                k0 = kt * BK
+                sS = np.zeros(BS * 32); sR = np.zeros(BR * 32)
+                for s_ in range(BS):          # box {32 k, BS s} at (k0, s0)
+                    for k in range(32):
+                        if s0 + s_ < Sdim and k0 + k < K:
+                            sS[sw(s_ * 128 + k * 4) // 4] = S[s0 + s_, k0 + k]
+                if kind == 'ss':              # box {32 k, BR r} at (k0, r0)
+                    for r in range(BR):
+                        for k in range(32):
+                            if r0 + r < Rdim and k0 + k < K:
+                                sR[sw(r * 128 + k * 4) // 4] = R[r0 + r, k0 + k]
+                else:                         # boxes {32 r, 32 k} at (r0 + 32 j, k0)
+                    for j in range(BR // 32):
+                        for k in range(32):
+                            for c in range(32):
+                                if k0 + k < K and r0 + 32 * j + c < Rdim:
+                                    sR[sw(j * 4096 + k * 128 + c * 4) // 4] = R[k0 + k, r0 + 32 * j + c]
+                for cw in range(NWG):
+                    for kk in range(4):
+                        if kind == 'ss':
+                            Am = desc_tile(sR, cw * 8192, 64, kk).T
+                        else:
+                            Am = np.zeros((64, 8))
+                            for tid in range(128):
+                                wi, lane = tid >> 5, tid & 31; g, t = lane >> 2, lane & 3
+                                fr = cw * 64 + wi * 16 + g
+                                for v in range(4):
+                                    r = fr + (v & 1) * 8; k = t + (v >> 1) * 4; rr = r & 31
+                                    off = (r >> 5) * 1024 + k * 32 + ((((rr >> 2) ^ (k & 7)) << 2) | (rr & 3))
+                                    m_ = wi * 16 + g + (v & 1) * 8; k_ = t + (v >> 1) * 4
+                                    Am[m_, k_] = sR[off + kk * 256]
+                            if bx == 0 and by == 0 and kt == 0 and cw == 0:  # banks of one warp's loads
+                                for v in range(4):
+                                    banks = {}
+                                    for lane in range(32):
+                                        g, t = lane >> 2, lane & 3
+                                        r = g + (v & 1) * 8; k = t + (v >> 1) * 4; rr = r & 31
+                                        off = (r >> 5) * 1024 + k * 32 + ((((rr >> 2) ^ (k & 7)) << 2) | (rr & 3))
+                                        banks.setdefault(off % 32, set()).add(off)
+                                    banks_ok &= max(len(x) for x in banks.values()) <= 2
+                        Bm = desc_tile(sS, 0, BS, kk)
+                        D = Am @ Bm
+                        for tid in range(128):
+                            wi, lane = tid >> 5, tid & 31; g, t = lane >> 2, lane & 3
+                            for j in range(BS // 8):
+                                for v in range(4):
+                                    d[cw, tid, 4 * j + v] += D[wi * 16 + g + (v >> 1) * 8, j * 8 + 2 * t + (v & 1)]
+            for cw in range(NWG):
+                for tid in range(128):
+                    wi, lane = tid >> 5, tid & 31; g, t = lane >> 2, lane & 3
+                    fr = cw * 64 + wi * 16 + g
+                    for j in range(BS // 8):
+                        for v in range(4):
+                            rr = r0 + fr + (v >> 1) * 8; ss = s0 + j * 8 + 2 * t + (v & 1)
+                            gi, gj = (ss, rr) if OT else (rr, ss)
+                            if rr < Rdim and ss < Sdim: C[gi, gj] = d[cw, tid, 4 * j + v]
+    ref = A @ B
+    err = np.nanmax(np.abs(C - ref)) if not np.isnan(C).any() else float('inf')
+    print('tma', kind, M, N, K, BS, NWG, 'max err', err, 'banks <= 2-way' if banks_ok else 'BANK CONFLICTS')
+    return err < 1e-9 and banks_ok
+for kind, nwg, bs in (('ss', 2, 128), ('rst', 2, 128), ('rs', 3, 128), ('ss', 2, 256)):
+    ok &= run_tma(kind, 133, 141, 37, bs, nwg, rng)
 print("ALL OK" if ok else "MISMATCH")
 raise SystemExit(0 if ok else 1)

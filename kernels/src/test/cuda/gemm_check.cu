@@ -5,11 +5,13 @@
 // launches them, forced on even where TrainingKernels would not pick them), compares both with a
 // float64 host product (every element of the small ones, 4096 sampled elements, edges included,
 // of the large ones), and times both (median of 5 rounds of back-to-back launches between CUDA
-// events), beside the cluster kernels gemm90{c,r,q}_* at the same plan and, for the large
-// products, other block widths and splits. Build: build-gemm-check.sh (static CUDA runtime, sm_90a). Usage:
-//   gemm_check [--quick] [--old-plan] [NAME...]   (--quick: correctness only, one timed launch;
-//     --old-plan: without hopperShape's 256-wide split; NAME: only the shapes whose name starts
-//     with one of these)
+// events), beside the TMA kernels gemm90t*_* of gemm_sm90_next.cuh (tma2, tma3, ss) at the same
+// plan and, for the large products, other block widths and splits. Build: build-gemm-check.sh
+// (static CUDA runtime, sm_90a; cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion).
+// Usage:
+//   gemm_check [--quick] [--old-plan] [--clusters] [NAME...]   (--quick: correctness only, one
+//     timed launch; --old-plan: without hopperShape's 256-wide split; --clusters: the cluster
+//     kernels gemm90{c,r,q}_* too; NAME: only the shapes whose name starts with one of these)
 // Exit status 0 when every wgmma result is within the TF32 bound, 1 otherwise.
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -22,6 +24,8 @@
 #include "../../main/cuda/training.cuh"
 #define TREELINE_GEMM90_CLUSTER_VARIANTS  // gemm90r_*, gemm90q_*: the other cluster shapes
 #include "../../main/cuda/gemm_sm90.cuh"
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled (the driver's, through the runtime)
+#include "gemm_sm90_next.cuh"  // gemm90t*: TMA + mbarrier pipeline + warp specialisation
 
 static const char* g_current = "setup";  // the shape and path under way, for error lines
 #define CK(x)                                                                           \
@@ -41,7 +45,8 @@ typedef void (*Gemm90Fn)(const float*, const float*, float*, int, int, int, int,
                          const float*, const float*, int, int, float*, int);
 
 static int g_sms = 132;
-static bool g_wideSplit = true;  // --old-plan: the plan before the 256-wide split (false)
+static bool g_wideSplit = true;
+static bool g_clusters = false;  // --clusters: the cluster kernels gemm90{c,r,q}_* too  // --old-plan: the plan before the 256-wide split (false)
 static float* g_work = nullptr;    // split-K partial sums, 4 Mi floats (TrainingKernels)
 static float* g_trans = nullptr;   // the transposed B of a TN product
 static const long long WORK_FLOATS = 4LL << 20;
@@ -171,6 +176,99 @@ static void launch_new(const Plan90& p, const float* A, bool ta, int lda, const 
   }
 }
 
+// ---- the TMA kernels of gemm_sm90_next.cuh (gemm90t*), harness only ----
+typedef void (*Gemm90TFn)(const CUtensorMap, const CUtensorMap, float*, int, int, int, int,
+                          const float*, const float*, int, int, float*, int);
+static PFN_cuTensorMapEncodeTiled_v12000 g_encode = nullptr;
+static float* g_trans2 = nullptr;  // A^T of a TN product in the "ss2" variant
+static float* g_pre = nullptr;     // B^T of an NN product, made once per shape ("ss-pre")
+static bool g_preOk = false;
+// 2-D FP32 tensor map of a row-major [rows][cols] matrix (leading dimension ld floats), box
+// {32 cols, boxRows}, 128-byte swizzle, zeros outside; cached (the harness reuses buffers)
+struct MapKey { const void* p; int rows, cols, ld, box; };
+static std::vector<std::pair<MapKey, CUtensorMap>> g_maps;
+static CUtensorMap tmap(const float* p, int rows, int cols, int ld, int boxRows) {
+  for (auto& e : g_maps)
+    if (e.first.p == p && e.first.rows == rows && e.first.cols == cols && e.first.ld == ld &&
+        e.first.box == boxRows)
+      return e.second;
+  CUtensorMap m;
+  cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+  cuuint64_t strides[1] = {(cuuint64_t)ld * 4};
+  cuuint32_t box[2] = {32, (cuuint32_t)boxRows};
+  cuuint32_t es[2] = {1, 1};
+  CUresult r = g_encode(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void*)p, dims, strides, box, es,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    fprintf(stderr, "cuTensorMapEncodeTiled failed (%d) at %s: rows %d cols %d ld %d box %d\n",
+            (int)r, g_current, rows, cols, ld, boxRows);
+    exit(2);
+  }
+  if (g_maps.size() > 64) g_maps.clear();
+  g_maps.push_back({{p, rows, cols, ld, boxRows}, m});
+  return m;
+}
+// TMA variants: nwg consumer warpgroups (2 or 3); mode 0: the layout's own kernel (NT: both
+// operands through descriptors; NN, TT: R fragments from registers; TN: B transposed first, as
+// gemm90, then TT), 1 ("ss-pre", NN only): NT kernel on B^T made once outside the timing (what
+// a trainer keeping its weights transposed would run), 2 ("ss2", TN only): A and B both
+// transposed (timed), then the NT kernel. Register-A kernels are built 128-wide only (bs 256 ->
+// 128), the 3-warpgroup ones too.
+static int tma_bs(int nwg, int mode, bool ta, bool tb, int bs) {
+  bool ss = (!ta && tb) || mode != 0;
+  return (ss && nwg == 2) ? bs : 128;
+}
+static void launch_tma(int nwg, int mode, int bs, int splits, const float* A, bool ta, int lda,
+                       const float* B, bool tb, int ldb, float* C, int ldc, int m, int n, int k,
+                       const float* bias, bool relu, const float* mask, int ldmask) {
+  bs = tma_bs(nwg, mode, ta, tb, bs);
+  int ldk = (k + 3) / 4 * 4;
+  if (mode == 1) {  // NN on the pre-transposed B
+    B = g_pre; ldb = ldk; tb = true;
+  } else if (mode == 2) {  // TN: A [k][m] -> [m][k], B [k][n] -> [n][k]
+    gemm90_transpose<<<dim3((m + 31) / 32, (k + 31) / 32), dim3(32, 8)>>>(A, k, m, lda, g_trans2, ldk);
+    gemm90_transpose<<<dim3((n + 31) / 32, (k + 31) / 32), dim3(32, 8)>>>(B, k, n, ldb, g_trans, ldk);
+    A = g_trans2; lda = ldk; ta = false;
+    B = g_trans; ldb = ldk; tb = true;
+  } else if (ta && !tb) {
+    gemm90_transpose<<<dim3((n + 31) / 32, (k + 31) / 32), dim3(32, 8)>>>(B, k, n, ldb, g_trans, ldk);
+    B = g_trans; ldb = ldk; tb = true;
+  }
+  const int br = 64 * nwg;
+  Gemm90TFn f;
+  int smem, threads = 128 * nwg + 128, rdim, sdim;
+  CUtensorMap mr, ms;
+  if (!ta && tb) {  // NT: R = A [m][k], S = B [n][k]
+    f = nwg == 2 ? (bs == 256 ? gemm90t2_ss_256 : gemm90t2_ss_128) : gemm90t3_ss_128;
+    rdim = m; sdim = n;
+    mr = tmap(A, m, k, lda, br);
+    ms = tmap(B, n, k, ldb, bs);
+  } else if (!ta && !tb) {  // NN: R = B [k][n], S = A [m][k]
+    f = nwg == 2 ? gemm90t2_rst_128 : gemm90t3_rst_128;
+    rdim = n; sdim = m;
+    mr = tmap(B, k, n, ldb, 32);
+    ms = tmap(A, m, k, lda, bs);
+  } else {  // TT: R = A [k][m], S = B [n][k]
+    f = nwg == 2 ? gemm90t2_rs_128 : gemm90t3_rs_128;
+    rdim = m; sdim = n;
+    mr = tmap(A, k, m, lda, 32);
+    ms = tmap(B, n, k, ldb, bs);
+  }
+  smem = nwg == 2 ? (bs == 256 ? sm90n::TCfg<2, 256>::SMEM : sm90n::TCfg<2, 128>::SMEM)
+                  : sm90n::TCfg<3, 128>::SMEM;
+  float* W = splits > 1 ? g_work : nullptr;
+  dim3 grid((rdim + br - 1) / br, (sdim + bs - 1) / bs, splits);
+  f<<<grid, threads, smem>>>(mr, ms, C, rdim, sdim, k, ldc, bias, mask, ldmask, relu, W, splits);
+  if (splits > 1) {
+    long long total = (long long)m * n;
+    int blocks = (int)std::max(1LL, std::min((long long)g_sms * 4, (total + 255) / 256));
+    gemm_splitk_finish<<<blocks, 256>>>(W, splits, m, n, C, ldc, bias, mask, ldmask, relu);
+  }
+}
+struct TmaVar { int nwg, mode; };
+static TmaVar g_tv = {2, 0};  // the TMA variant check_and_time runs when path == 2
+
 // ---- host side ----
 static unsigned long long g_rng = 0x9E3779B97F4A7C15ULL;
 static float urand() {
@@ -194,7 +292,7 @@ struct Result {
 
 static double g_tolScale;  // 2^-9: TF32 truncation of both inputs
 
-static Result check_and_time(const Case& c, bool newPath, const Plan90& p, bool quick,
+static Result check_and_time(const Case& c, int path, const Plan90& p, bool quick,
                              const float* dA, const float* dB, float* dC, const float* dBias,
                              const float* dMask, const std::vector<float>& A,
                              const std::vector<float>& B, const std::vector<float>& bias,
@@ -204,11 +302,19 @@ static Result check_and_time(const Case& c, bool newPath, const Plan90& p, bool 
   const float* mm = c.epi == 2 ? dMask : nullptr;
   bool relu = c.epi == 1;
   static char where[96];
-  snprintf(where, sizeof where, "%s %s BS %d splits %d", c.name,
-           newPath ? CL_NAME[p.cl] : "wmma", p.bs, p.splits);
+  static const char* MODE[3] = {"", " ss-pre", " ss2"};
+  if (path == 2)
+    snprintf(where, sizeof where, "%s tma%d%s BS %d splits %d", c.name, g_tv.nwg, MODE[g_tv.mode],
+             tma_bs(g_tv.nwg, g_tv.mode, c.ta, c.tb, p.bs), p.splits);
+  else
+    snprintf(where, sizeof where, "%s %s BS %d splits %d", c.name,
+             path ? CL_NAME[p.cl] : "wmma", p.bs, p.splits);
   g_current = where;
   auto run = [&]() {
-    if (newPath)
+    if (path == 2)
+      launch_tma(g_tv.nwg, g_tv.mode, p.bs, p.splits, dA, c.ta, lda, dB, c.tb, ldb, dC, ldc, m, n,
+                 k, bb, relu, mm, n);
+    else if (path == 1)
       launch_new(p, dA, c.ta, lda, dB, c.tb, ldb, dC, ldc, m, n, k, bb, relu, mm, n);
     else
       launch_old(dA, c.ta, lda, dB, c.tb, ldb, dC, ldc, m, n, k, bb, relu, mm, n);
@@ -304,6 +410,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) quick = true;
     else if (strcmp(argv[i], "--old-plan") == 0) g_wideSplit = false;
+    else if (strcmp(argv[i], "--clusters") == 0) g_clusters = true;
     else only.push_back(argv[i]);
   }
   g_tolScale = std::ldexp(1.0, -9);
@@ -338,6 +445,26 @@ int main(int argc, char** argv) {
   }
   CK(cudaMalloc(&g_work, WORK_FLOATS * 4));
   CK(cudaMalloc(&g_trans, TRANS_FLOATS * 4));
+  CK(cudaMalloc(&g_trans2, TRANS_FLOATS * 4));
+  CK(cudaMalloc(&g_pre, TRANS_FLOATS * 4));
+  {
+    cudaDriverEntryPointQueryResult q;
+    void* fn = nullptr;
+    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !fn) {
+      fprintf(stderr, "no cuTensorMapEncodeTiled in the driver\n");
+      return 2;
+    }
+    g_encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    Gemm90TFn t128[] = {gemm90t2_ss_128, gemm90t2_rs_128, gemm90t2_rst_128};
+    Gemm90TFn t3[] = {gemm90t3_ss_128, gemm90t3_rs_128, gemm90t3_rst_128};
+    for (Gemm90TFn f : t128)
+      CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90n::TCfg<2, 128>::SMEM));
+    for (Gemm90TFn f : t3)
+      CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, sm90n::TCfg<3, 128>::SMEM));
+    CK(cudaFuncSetAttribute(gemm90t2_ss_256, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            sm90n::TCfg<2, 256>::SMEM));
+  }
 
   std::vector<Case> cases = {
       // the default model 784-256-128-10 at batch 128 (layouts as GpuTrainer calls gemm)
@@ -382,9 +509,9 @@ int main(int argc, char** argv) {
       {"tail-c-nt", 1021, 13, 4096, false, true, true, 2},
       {"tail-10-nn", 512, 10, 4096, false, false, true, 0},
   };
-  printf("%-11s %5s %5s %5s %2s | %-24s | %-30s | %-14s | %-14s | %-14s | %s\n", "shape", "m",
-         "n", "k", "op", "wmma: err ms TFLOP/s", "wgmma: cfg err ms TFLOP/s", "c 2x1: ms TF/s",
-         "r 1x2: ms TF/s", "q 2x2: ms TF/s", "best cluster / wgmma");
+  printf("%-11s %5s %5s %5s %2s | %-24s | %-30s | %-18s | %-18s | %-18s | %s\n", "shape", "m",
+         "n", "k", "op", "wmma: err ms TFLOP/s", "wgmma: cfg err ms TFLOP/s", "tma2: BS ms TF/s",
+         "tma3: BS ms TF/s", "ss: BS ms TF/s", "wgmma ms / best tma ms");
   int failures = 0;
   for (const Case& c : cases) {
     bool wanted = only.empty();
@@ -413,9 +540,9 @@ int main(int argc, char** argv) {
     CK(cudaMemcpy(dMask, mask.data(), mask.size() * 4, cudaMemcpyHostToDevice));
     double gf = 2.0 * m * n * k * 1e-9;
     Plan90 dummy = {};
-    Result o = check_and_time(c, false, dummy, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask,
+    Result o = check_and_time(c, 0, dummy, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask,
                               lda, ldb, ldc);
-    char oldS[64], newS[96], cls[3][48] = {"-", "-", "-"}, best[48] = "-";
+    char oldS[64], newS[96], tms[3][48] = {"-", "-", "-"}, best[48] = "-";
     std::string alts;
     snprintf(oldS, sizeof oldS, "%.1e %8.4f %6.1f", o.err, o.ms, gf / o.ms);
     if (o.worst > 1) { failures++; strcat(oldS, " FAIL"); }
@@ -426,65 +553,113 @@ int main(int argc, char** argv) {
     } else if (!p.ok) {
       snprintf(newS, sizeof newS, "n/a (%s)", p.why);
     } else {
-      Result w = check_and_time(c, true, p, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask,
+      Result w = check_and_time(c, 1, p, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask,
                                 lda, ldb, ldc);
       snprintf(newS, sizeof newS, "%3dx%d %.1e %8.4f %6.1f%s", p.bs, p.splits, w.err, w.ms,
                gf / w.ms, w.worst > 1 ? " FAIL" : "");
       if (w.worst > 1) failures++;
-      // the cluster kernels at the same plan, checked (in the exit status) and timed
+      // the TMA kernels (gemm_sm90_next.cuh) at the same plan: tma2, tma3 and, for NN
+      // ss-pre (B^T made once, untimed) and for TN ss2 (A and B transposed, timed)
       float bestMs = 1e30f;
-      int bestCl = 0;
-      for (int cl = 1; cl <= 3; cl++) {
-        Plan90 v = p;
-        v.cl = cl;
-        Result y = check_and_time(c, true, v, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask,
+      const char* bestName = "-";
+      auto tma = [&](int nwg, int mode, const Plan90& v, char* out, size_t cap) {
+        g_tv = {nwg, mode};
+        Result y = check_and_time(c, 2, v, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask,
                                   lda, ldb, ldc);
-        snprintf(cls[cl - 1], sizeof cls[0], "%8.4f %5.1f%s", y.ms, gf / y.ms,
-                 y.worst > 1 ? " FAIL" : "");
         if (y.worst > 1) failures++;
-        if (y.ms < bestMs) { bestMs = y.ms; bestCl = cl; }
+        snprintf(out, cap, "%3d %8.4f %5.1f%s", tma_bs(nwg, mode, c.ta, c.tb, v.bs), y.ms,
+                 gf / y.ms, y.worst > 1 ? " FAIL" : "");
+        return y.ms;
+      };
+      static const char* TNAME[3] = {"tma2", "tma3", "ss"};
+      int ldk = (k + 3) / 4 * 4;
+      bool nn = !c.ta && !c.tb, tn = c.ta && !c.tb;
+      g_preOk = false;
+      if (nn && (long long)n * ldk <= TRANS_FLOATS) {
+        gemm90_transpose<<<dim3((n + 31) / 32, (k + 31) / 32), dim3(32, 8)>>>(dB, k, n, ldb, g_pre,
+                                                                             ldk);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        g_preOk = true;
       }
-      snprintf(best, sizeof best, "%s %.2fx", CL_NAME[bestCl], w.ms / bestMs);
+      bool ss2Ok = tn && (long long)m * ldk <= TRANS_FLOATS;
+      for (int q = 0; q < 3; q++) {
+        if (q == 2 && !g_preOk && !ss2Ok) continue;
+        float ms = tma(q == 1 ? 3 : 2, q < 2 ? 0 : (nn ? 1 : 2), p, tms[q], sizeof tms[0]);
+        if (ms < bestMs) { bestMs = ms; bestName = TNAME[q]; }
+      }
+      snprintf(best, sizeof best, "%s %.2fx", bestName, w.ms / bestMs);
+      if (g_clusters) {  // the cluster kernels at the same plan (measured slower, 2026-12-03)
+        alts += "\n      clusters";
+        for (int cl = 1; cl <= 3; cl++) {
+          Plan90 v = p;
+          v.cl = cl;
+          Result y = check_and_time(c, 1, v, quick, dA, dB, dC, dBias, dMask, A, B, bias, mask,
+                                    lda, ldb, ldc);
+          char one[96];
+          snprintf(one, sizeof one, "  %s %8.4f %5.1f%s", CL_NAME[cl], y.ms, gf / y.ms,
+                   y.worst > 1 ? " FAIL" : "");
+          if (y.worst > 1) failures++;
+          alts += one;
+        }
+      }
       // large products: the other block widths, no split, the plan's and twice it, for tuning
-      // TrainingKernels.hopperShape (checked too)
+      // TrainingKernels.hopperShape (checked too): wgmma and tma2 (+ c, r with --clusters)
       if ((long long)m * n * k >= (1LL << 26)) {
         long long tilesK = (k + 31) / 32;
         for (int bs = 128; bs <= 256; bs *= 2) {
-          int sps[3] = {1, p.splits, 2 * p.splits};
-          for (int si = 0; si < 3; si++) {
+          int sps[4] = {1, p.splits, 2 * p.splits, 4 * p.splits};
+          for (int si = 0; si < 4; si++) {
             int sp = sps[si];
             bool dup = si == 1 && p.splits == 1;  // = sps[0]
-            if (dup || (bs == p.bs && sp == p.splits) || sp > tilesK ||
+            if (dup || (bs == p.bs && sp == p.splits) || sp > tilesK || sp > 16 ||
                 (sp > 1 && (long long)sp * m * n > WORK_FLOATS))
               continue;
             char one[160];
             snprintf(one, sizeof one, "\n      %3dx%-2d", bs, sp);
             alts += one;
-            for (int cl = 0; cl <= 2; cl++) {  // q 2x2: the slowest in every run so far
-              Plan90 v = p;
-              v.bs = bs;
-              v.splits = sp;
+            Plan90 v = p;
+            v.bs = bs;
+            v.splits = sp;
+            for (int cl = 0; cl <= (g_clusters ? 2 : 0); cl++) {  // q 2x2: always the slowest
               v.cl = cl;
-              Result y = check_and_time(c, true, v, quick, dA, dB, dC, dBias, dMask, A, B, bias,
+              Result y = check_and_time(c, 1, v, quick, dA, dB, dC, dBias, dMask, A, B, bias,
                                         mask, lda, ldb, ldc);
               if (y.worst > 1) failures++;
               snprintf(one, sizeof one, "  %s %8.4f %5.1f%s", CL_NAME[cl], y.ms, gf / y.ms,
                        y.worst > 1 ? " FAIL" : "");
               alts += one;
             }
+            v.cl = 0;
+            if (tma_bs(2, 0, c.ta, c.tb, bs) == bs) {
+              char t2[64];
+              tma(2, 0, v, t2, sizeof t2);
+              alts += "  tma2 ";
+              alts += t2 + 4;  // without the width column
+            }
+            if (g_preOk || ss2Ok) {
+              char t2[64];
+              tma(2, nn ? 1 : 2, v, t2, sizeof t2);
+              alts += "  ss ";
+              alts += t2 + 4;
+            }
           }
         }
       }
     }
-    printf("%-11s %5d %5d %5d %c%c | %-24s | %-30s | %-14s | %-14s | %-14s | %s%s\n", c.name, m, n,
-           k, c.ta ? 'T' : 'N', c.tb ? 'T' : 'N', oldS, newS, cls[0], cls[1], cls[2], best,
+    printf("%-11s %5d %5d %5d %c%c | %-24s | %-30s | %-18s | %-18s | %-18s | %s%s\n", c.name, m, n,
+           k, c.ta ? 'T' : 'N', c.tb ? 'T' : 'N', oldS, newS, tms[0], tms[1], tms[2], best,
            alts.c_str());
     fflush(stdout);
     CK(cudaFree(dA)); CK(cudaFree(dB)); CK(cudaFree(dC)); CK(cudaFree(dBias)); CK(cudaFree(dMask));
   }
   printf("err: max |c - ref| / sum|a b| (float64 ref); FAIL: beyond (2^-9 + k 2^-24) sum|a b|; "
-         "cfg: BS x splits; c, r, q: the cluster kernels gemm90{c,r,q}_* at the wgmma plan; "
-         "indented: the other BS x splits (from 2^26 multiply-adds), plain, c and r\n");
+         "cfg: BS x splits; tma2 / tma3: gemm90t{2,3}_* (TMA, mbarriers, producer warpgroup, "
+         "2 / 3 consumer warpgroups; NT both operands by descriptor, NN / TT A from registers, "
+         "128-wide) at the wgmma plan's splits; ss: NN on B^T made once untimed (ss-pre), TN "
+         "with A and B transposed in the timing (ss2), then the NT TMA kernel; indented: the "
+         "other BS x splits (from 2^26 multiply-adds): wgmma, tma2, ss (+ clusters with "
+         "--clusters)\n");
   printf("%s: %d failure(s)\n", failures ? "FAILED" : "ALL OK", failures);
   return failures ? 1 : 0;
 }
