@@ -20,4 +20,10 @@ for d in be-classes ex-classes; do
 done
 CP="$CP:$(ls $c/lib/*.jar | tr '\n' ':')"
 DATA="$c/data"
-export CP JAVA DATA
+# the Vector API (host reducers) and the foreign linker with native access (the TMA GEMM's
+# tensor maps); a bundle jlinked before the foreign module was added runs without the TMA kernels
+JMODS="--add-modules=jdk.incubator.vector"
+if "$JAVA" --list-modules | grep -q '^jdk.incubator.foreign'; then
+  JMODS="$JMODS --add-modules=jdk.incubator.foreign --enable-native-access=ALL-UNNAMED"
+fi
+export CP JAVA DATA JMODS

@@ -56,7 +56,7 @@ while read -r jar <&3; do
   n=$((n + 1))
 done 3< "$stage/jars.txt"
 # the modules Spark's core, Hadoop's client and Treeline need (java.desktop for java.beans, which log4j needs)
-jlink --add-modules java.base,java.compiler,java.desktop,java.logging,java.management,java.naming,java.net.http,java.scripting,java.security.jgss,java.security.sasl,java.sql,java.transaction.xa,java.xml,jdk.crypto.ec,jdk.incubator.vector,jdk.management,jdk.net,jdk.security.auth,jdk.security.jgss,jdk.unsupported,jdk.zipfs \
+jlink --add-modules java.base,java.compiler,java.desktop,java.logging,java.management,java.naming,java.net.http,java.scripting,java.security.jgss,java.security.sasl,java.sql,java.transaction.xa,java.xml,jdk.crypto.ec,jdk.incubator.foreign,jdk.incubator.vector,jdk.management,jdk.net,jdk.security.auth,jdk.security.jgss,jdk.unsupported,jdk.zipfs \
   --strip-debug --no-man-pages --no-header-files --compress=2 --output "$stage/root/jre"
 chmod u+w "$stage/root/jre/lib/server/libjvm.so"
 strip --strip-unneeded "$stage/root/jre/lib/server/libjvm.so"

@@ -40,9 +40,10 @@ cp -r native-collectives/target/classes "$stage/nc-classes"
 cp -r native-collectives/target/test-classes "$stage/nc-test-classes"
 cp -r barrier-exec/target/classes "$stage/be-classes"
 cp -r examples/target/classes "$stage/ex-classes"
-# jdk.incubator.vector: the host reducers (VectorReducer; HostReducer without it)
+# jdk.incubator.vector: the host reducers (VectorReducer; HostReducer without it);
+# jdk.incubator.foreign: the TMA GEMM's tensor maps (ForeignTensorMapEncoder)
 jlink --add-modules \
-  java.base,jdk.unsupported,java.management,java.logging,jdk.incubator.vector \
+  java.base,jdk.unsupported,java.management,java.logging,jdk.incubator.vector,jdk.incubator.foreign \
   --strip-debug --no-man-pages --no-header-files --compress=2 --output "$stage/jre"
 chmod u+w "$stage/jre/lib/server/libjvm.so"
 strip --strip-unneeded "$stage/jre/lib/server/libjvm.so"

@@ -10,5 +10,6 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 if [ $# -eq 0 ]; then
   set -- --select-package io.treeline.kernels --select-package io.treeline.gpu
 fi
-"$JAVA" -cp "$CP" org.junit.platform.console.ConsoleLauncher execute \
+# shellcheck disable=SC2086
+"$JAVA" $JMODS -cp "$CP" org.junit.platform.console.ConsoleLauncher execute \
   --details=tree --disable-banner "$@"

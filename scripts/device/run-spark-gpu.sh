@@ -25,6 +25,11 @@ k=${RANKS:-2}
 device=${GPU:---gpu}
 sections=${*:-local cluster}
 opens="-XX:+IgnoreUnrecognizedVMOptions --add-modules=jdk.incubator.vector"
+foreign="" # the TMA GEMM's tensor maps, in the driver and (extraJavaOptions) the executors
+if "$java" --list-modules | grep -q '^jdk.incubator.foreign'; then
+  foreign="--add-modules=jdk.incubator.foreign --enable-native-access=ALL-UNNAMED"
+  opens="$opens $foreign"
+fi
 for p in java.lang java.lang.invoke java.lang.reflect java.io java.net java.nio java.util \
   java.util.concurrent java.util.concurrent.atomic jdk.internal.ref sun.nio.ch sun.nio.cs \
   sun.security.action sun.util.calendar; do
@@ -58,7 +63,7 @@ if [[ " $sections " == *" cluster "* ]]; then
     -Dspark.worker.resource.gpu.amount=1 -Dspark.worker.resource.gpu.discoveryScript="$gpus" \
     -Dspark.executor.resource.gpu.amount=1 -Dspark.executor.resource.gpu.discoveryScript="$gpus" \
     -Dspark.task.resource.gpu.amount=1 -Dspark.treeline.timeout=60s \
-    -Dspark.executor.extraJavaOptions="-Djava.io.tmpdir=$home" \
+    -Dspark.executor.extraJavaOptions="-Djava.io.tmpdir=$home $foreign" \
     -cp "$cp" io.treeline.examples.cli.Treeline train $device --master "local-cluster[$k,1,6144]" \
     --ranks "$k" --epochs "$epochs" --data "$root/data" --out "$out/cluster" 2>&1 \
     | grep -v '^WARNING: ' | tee -a "$out/spark-gpu.log"

@@ -6,8 +6,10 @@
 # same GPU, and the GEMMs of both. Everything goes to stdout and to $OUT (or out/train-gpu):
 # train-gpu.log, train-gpu.csv (one row per epoch of every Treeline run).
 # usage: scripts/device/run-train-gpu.sh [sections], sections from
-#   gemm train1 train-threads train-processes train-nomps big big-processes big-threads-ab torch
-#   torch-big (default: all but big-threads-ab)
+#   gemm train1 train-threads train-processes train-nomps big big-processes big-gemm big-threads-ab
+#   torch torch-big (default: all but big-gemm and big-threads-ab)
+# big-gemm: the 20M model at 1 rank on the TMA GEMM (--gemm auto) and on the cp.async wgmma
+# kernels (--gemm wgmma), alternating, two passes.
 # big-threads-ab: the 20M model at RANKS threads, overlap on and off, alternating (PASSES, 2)
 # between the classes of a baseline revision ($BASELINE, default .device-baseline:
 # scripts/device/prepare-baseline.sh REV) and the carried build, same jars, same minutes.
@@ -30,7 +32,7 @@ train() { # label, then GpuTrainMain options
   local label=$1
   shift
   say "$label: GpuTrainMain $* (start $(date -u +%H:%M:%S))"
-  timeout "${RUN_TIMEOUT:-150}" "$JAVA" -Xmx4g -cp "$CP" io.treeline.examples.gpu.GpuTrainMain --data "$DATA" \
+  timeout "${RUN_TIMEOUT:-150}" "$JAVA" -Xmx4g $JMODS -cp "$CP" io.treeline.examples.gpu.GpuTrainMain --data "$DATA" \
     --csv "$csv" --label "$label" "$@" 2>&1 | grep -v '^WARNING: \|INFO' | tee -a "$log"
   echo "exit ${PIPESTATUS[0]}" | tee -a "$log"
 }
@@ -53,7 +55,7 @@ trap mps_stop EXIT
 say "$(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
 if has gemm; then
   say "GEMM: Treeline's TF32 GEMMs (GemmBench), then torch.matmul (TF32) at the same shapes"
-  timeout 120 "$JAVA" -cp "$CP" io.treeline.kernels.GemmBench 2>&1 | tee -a "$log"
+  timeout 120 "$JAVA" $JMODS -cp "$CP" io.treeline.kernels.GemmBench 2>&1 | tee -a "$log"
   timeout 120 python3 scripts/device/torch_mlp.py --gemm 2>&1 | tee -a "$log"
 fi
 if has train1; then
@@ -78,6 +80,12 @@ if has big; then
   train big-one-rank-serial --ranks 1 --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap off
   train "big-threads-$k-overlap" --ranks "$k" --mode threads --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap on
   train "big-threads-$k-serial" --ranks "$k" --mode threads --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap off
+fi
+if has big-gemm; then # the 20M model on the TMA kernels and on the cp.async wgmma ones, 1 rank
+  for pass in 1 2; do
+    train "big-gemm$pass-tma" --ranks 1 --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap on --gemm auto
+    train "big-gemm$pass-wgmma" --ranks 1 --hidden 4096,4096 --batch 512 --epochs "$big_epochs" --overlap on --gemm wgmma
+  done
 fi
 if has big-threads-ab; then
   bl=${BASELINE:-.device-baseline}

@@ -11,7 +11,9 @@ import static jcuda.driver.JCudaDriver.cuMemsetD32;
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
 import static jcuda.driver.JCudaDriver.cuStreamDestroy;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUstream;
@@ -26,8 +28,10 @@ import jcuda.driver.CUstream_flags;
  * times {@code torch.matmul} at the same shapes.
  *
  * <p>Usage: {@code GemmBench [reps, default 50]}; prints {@code gemm NAME m n k tA tB ms TFLOP/s
- * PATH} (PATH: wgmma or wmma, the kernels {@link TrainingKernels#gemm} picked) and, on a
- * compute capability 9.0 device, {@code gemm-wmma ...} for the wmma kernels alone at that shape.
+ * PATH} (PATH: tma, wgmma or wmma, the kernels {@link TrainingKernels#gemm} picked) and, on a
+ * compute capability 9.0 device, {@code gemm-wgmma ...} (the cp.async wgmma kernels, where TMA
+ * is the default) and {@code gemm-wmma ...} for the kernels below the default alone at that
+ * shape. The first line says which GEMM kernels run and why not TMA where they do not.
  */
 public final class GemmBench {
   private GemmBench() {
@@ -53,6 +57,8 @@ public final class GemmBench {
     int reps = args.length > 0 ? Integer.parseInt(args[0]) : 50;
     try (CudaModule module = new CudaModule(0)) {
       TrainingKernels k = new TrainingKernels(module);
+      System.out.println("gemm kernels: " + k.gemmPath()
+          + (k.tmaAbsent() != null ? " (TMA off: " + k.tmaAbsent() + ")" : ""));
       CUstream stream = new CUstream();
       cuStreamCreate(stream, CUstream_flags.CU_STREAM_NON_BLOCKING);
       CUevent start = new CUevent();
@@ -74,12 +80,20 @@ public final class GemmBench {
         long pc = DevicePointers.address(c);
         int lda = ta ? m : kk;
         int ldb = tb ? kk : n;
-        boolean hopper = k.hopperGemm();
-        // the default path (wgmma where TrainingKernels picks it), then, on a 9.0 device, the
-        // wmma kernels alone at the same shape for a same-call ratio
-        for (int pass = 0; pass < (hopper ? 2 : 1); pass++) {
-          k.setHopperGemm(hopper && pass == 0);
-          boolean wgmma = k.hopperPlan(pa, ta, lda, pb, tb, ldb, m, n, kk) != null;
+        // the default path (TMA or wgmma where TrainingKernels picks them), then, on a 9.0
+        // device, the kernels below it alone at the same shape for same-call ratios
+        List<String> paths = new ArrayList<>();
+        paths.add(k.gemmPath());
+        if (k.tmaGemm()) {
+          paths.add("wgmma");
+        }
+        if (k.hopperGemm()) {
+          paths.add("wmma");
+        }
+        for (String path : paths) {
+          k.setHopperGemm(!path.equals("wmma"));
+          k.setTmaGemm(path.equals("tma"));
+          boolean hopper = k.hopperPlan(pa, ta, lda, pb, tb, ldb, m, n, kk) != null;
           for (int i = 0; i < 5; i++) {
             k.gemm(pa, ta, lda, pb, tb, ldb, pc, n, m, n, kk, 0, false, 0, 0, stream);
           }
@@ -98,10 +112,11 @@ public final class GemmBench {
           Arrays.sort(rounds);
           double t = rounds[rounds.length / 2];
           System.out.printf("%s %-12s %5d %5d %5d %-5s %-5s %9.4f ms %7.2f TFLOP/s %s%n",
-              pass == 0 ? "gemm" : "gemm-wmma", s[0], m, n, kk, ta, tb, t,
-              2.0 * m * n * kk / (t * 1e-3) / 1e12, wgmma ? "wgmma" : "wmma");
+              path.equals(paths.get(0)) ? "gemm" : "gemm-" + path, s[0], m, n, kk, ta, tb, t,
+              2.0 * m * n * kk / (t * 1e-3) / 1e12, hopper ? k.gemmPath() : "wmma");
         }
-        k.setHopperGemm(hopper);
+        k.setHopperGemm(true);
+        k.setTmaGemm(true);
         cuMemFree(a);
         cuMemFree(b);
         cuMemFree(c);

@@ -25,6 +25,13 @@ import jcuda.driver.CUstream;
  * {@link #HOPPER_MIN_WORK} multiply-adds ({@link #HOPPER_MIN_WORK_NN} for NN products) and
  * {@link #hopperShape} takes it; every other product
  * runs on the wmma kernels.
+ *
+ * <p>Of the wgmma kernels, the TMA ones ({@code gemm_sm90_tma.cuh}: tensor-memory-accelerator
+ * loads into a 7-stage mbarrier pipeline fed by a producer warpgroup, two consumer warpgroups,
+ * 128 x 128 blocks, {@link #tmaShape}) run where {@link TensorMaps} can encode tensor maps (the
+ * JVM started with {@code --add-modules=jdk.incubator.foreign
+ * --enable-native-access=ALL-UNNAMED}); else the cp.async ones of {@code gemm_sm90.cuh} ({@link
+ * #hopperShape}). {@link #tmaAbsent()} says why the TMA kernels are off where they are.
  */
 public final class TrainingKernels implements AutoCloseable {
   /** Output tile of the small GEMM blocks (Small in training.cuh). */
@@ -71,6 +78,15 @@ public final class TrainingKernels implements AutoCloseable {
    * transposed first) were 7-18% slower on wgmma at that size.
    */
   public static final long HOPPER_MIN_WORK_NN = 1L << 22;
+  /** Threads of a TMA block: two consumer warpgroups and the producer (sm90n::TCfg&lt;2, 128&gt;). */
+  private static final int TMA_THREADS = 384;
+  /** Rows and columns of a TMA block's output tile. */
+  public static final int TMA_BLOCK = 128;
+  /**
+   * Dynamic shared memory of a TMA block: 7 stages of a 128 x 32 tile of S and one of R (32 KiB
+   * each stage), the mbarriers and the 1024-byte alignment slack (sm90n::TCfg&lt;2, 128&gt;::SMEM).
+   */
+  private static final int TMA_SMEM = 7 * 32768 + 256 + 1024;
   /** The transposed B of a TN product on the wgmma path: at most 16 Mi floats. */
   public static final long TRANSPOSED_MAX_FLOATS = 16L << 20;
 
@@ -81,6 +97,11 @@ public final class TrainingKernels implements AutoCloseable {
   private final CUfunction[][] hopper;
   private final CUfunction transpose90;
   private boolean hopperOn;
+  /** gemm90t2_{ss,rst,rs}_128 (NT, NN, TT), null where the TMA kernels cannot run. */
+  private final CUfunction[] tma;
+  private final TensorMaps maps;
+  private String tmaAbsent;
+  private boolean tmaOn;
   private CUdeviceptr transposed;
   private long transposedFloats;
   private final int sms;
@@ -119,6 +140,16 @@ public final class TrainingKernels implements AutoCloseable {
       Pointer.to(gM), Pointer.to(gN), Pointer.to(gK), Pointer.to(gLda), Pointer.to(gLdb),
       Pointer.to(gLdc), Pointer.to(gBias), Pointer.to(gMask), Pointer.to(gLdMask),
       Pointer.to(gRelu), Pointer.to(gW), Pointer.to(gSplits));
+  // gemm90t2_*(tmR, tmS, C, Rdim, Sdim, K, ldc, bias, mask, ldmask, relu, W, splits): the two
+  // 128-byte tensor maps passed by value (__grid_constant__), copied into these slots
+  private final byte[] tmR = new byte[TensorMaps.BYTES];
+  private final byte[] tmS = new byte[TensorMaps.BYTES];
+  private final int[] gR = new int[1];
+  private final int[] gS = new int[1];
+  private final Pointer tmaArgs = Pointer.to(Pointer.to(tmR), Pointer.to(tmS), Pointer.to(gC),
+      Pointer.to(gR), Pointer.to(gS), Pointer.to(gK), Pointer.to(gLdc), Pointer.to(gBias),
+      Pointer.to(gMask), Pointer.to(gLdMask), Pointer.to(gRelu), Pointer.to(gW),
+      Pointer.to(gSplits));
   // gemm90_transpose(src, rows, cols, lds, dst, ldd)
   private final long[] tSrc = new long[1];
   private final int[] tRows = new int[1];
@@ -209,6 +240,38 @@ public final class TrainingKernels implements AutoCloseable {
     hopper = h;
     transpose90 = t;
     hopperOn = WGMMA && h != null;
+    CUfunction[] f = null;
+    TensorMaps tm = null;
+    String why;
+    if (h == null) {
+      why = module.hopperAbsent() != null ? module.hopperAbsent() : "no wgmma kernels";
+    } else {
+      TensorMaps.Encoder e = TensorMaps.encoder();
+      why = TensorMaps.absent();
+      if (e != null) {
+        String[] names = {"gemm90t2_ss_128", "gemm90t2_rst_128", "gemm90t2_rs_128"};
+        f = new CUfunction[3];
+        try {
+          for (int i = 0; i < 3; i++) {
+            f[i] = module.hopperFunction(names[i]);
+            int rc = cuFuncSetAttribute(f[i],
+                CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, TMA_SMEM);
+            if (rc != 0) {
+              throw new IllegalStateException("cuFuncSetAttribute(" + names[i] + ", "
+                  + TMA_SMEM + " bytes of shared memory): error " + rc);
+            }
+          }
+          tm = new TensorMaps(e);
+        } catch (RuntimeException x) {
+          f = null;
+          why = "the TMA kernels do not load: " + x.getMessage();
+        }
+      }
+    }
+    tma = f;
+    maps = tm;
+    tmaAbsent = f != null ? null : why;
+    tmaOn = hopperOn && f != null;
     colSum = module.function("col_sum");
     xent = module.function("softmax_xent");
     sgd = module.function("sgd_momentum");
@@ -227,7 +290,63 @@ public final class TrainingKernels implements AutoCloseable {
    */
   public boolean setHopperGemm(boolean on) {
     hopperOn = WGMMA && on && hopper != null;
+    tmaOn = tmaOn && hopperOn;
     return hopperOn;
+  }
+
+  /** Whether the wgmma products run on the TMA kernels (else on the cp.async ones). */
+  public boolean tmaGemm() {
+    return tmaOn;
+  }
+
+  /**
+   * Turns the TMA kernels on or off for the wgmma products (they stay off where {@link
+   * #tmaAbsent()} says why, or the wgmma path is off); returns whether they are on.
+   */
+  public boolean setTmaGemm(boolean on) {
+    tmaOn = on && hopperOn && tma != null && tmaAbsent == null;
+    return tmaOn;
+  }
+
+  /** Why the TMA kernels are off on this device and JVM, or null where they can run. */
+  public String tmaAbsent() {
+    return tmaAbsent;
+  }
+
+  /** The kernels {@link #gemm} sends the products it can to: "tma", "wgmma" or "wmma". */
+  public String gemmPath() {
+    return tmaOn ? "tma" : hopperOn ? "wgmma" : "wmma";
+  }
+
+  /**
+   * How the TMA kernels run {@code C[m x n] = op(A) op(B)} over {@code k} on {@code sms}
+   * multiprocessors: 128 x 128 blocks over (R, S) as {@link #hopperShape} maps the layouts, K
+   * split only when the blocks fill less than half the multiprocessors (about one block per
+   * multiprocessor, each split at least four 32-deep slices, at most 16, the partial sums
+   * within the workspace). Unlike the cp.async kernels no 256-wide block: with the producer
+   * running 7 stages ahead, 128 x 128 unsplit was the fastest of the TMA kernels at every product
+   * of the 20M model (gemm_check on an H100, 2026-12-05: 512 x 4096 x 4096 NN 0.0604 ms against
+   * 0.0800 split 2 ways; NT 0.0662 against 0.0861 for 256 x 256 split 2).
+   *
+   * @return {128, splits}, or null where the kernels do not take it (as {@link #hopperShape})
+   */
+  public static int[] tmaShape(boolean transA, boolean transB, int m, int n, int k, int sms) {
+    if (k == 0 || m == 0 || n == 0) {
+      return null;
+    }
+    if (transA && !transB && (long) n * ((k + 3) / 4 * 4) > TRANSPOSED_MAX_FLOATS) {
+      return null;
+    }
+    boolean nn = !transA && !transB;
+    long blocks = (long) (((nn ? n : m) + TMA_BLOCK - 1) / TMA_BLOCK)
+        * (((nn ? m : n) + TMA_BLOCK - 1) / TMA_BLOCK);
+    long splits = 1;
+    if (blocks * 2 <= sms) {
+      long slices = (k + HOPPER_BK - 1) / HOPPER_BK;
+      splits = Math.min(Math.min(sms / blocks, MAX_SPLITS), slices / 4);
+      splits = Math.max(1, Math.min(splits, WORKSPACE_FLOATS / ((long) m * n)));
+    }
+    return new int[] {TMA_BLOCK, (int) splits};
   }
 
   /**
@@ -277,8 +396,8 @@ public final class TrainingKernels implements AutoCloseable {
   }
 
   /**
-   * The {BS, splits} of {@link #hopperShape} where {@link #gemm} of these arguments runs on the
-   * wgmma kernels, else null: the path is on, both operands are 16-byte aligned with leading
+   * The {BS, splits} of {@link #tmaShape} (TMA kernels on) or {@link #hopperShape} where {@link
+   * #gemm} of these arguments runs on the wgmma kernels, else null: the path is on, both operands are 16-byte aligned with leading
    * dimensions a multiple of 4 floats (its copies are 16 bytes), the product has at least
    * {@link #HOPPER_MIN_WORK} multiply-adds and the shape is one the kernels take.
    */
@@ -288,7 +407,8 @@ public final class TrainingKernels implements AutoCloseable {
         || (long) m * n * k < (!transA && !transB ? HOPPER_MIN_WORK_NN : HOPPER_MIN_WORK)) {
       return null;
     }
-    return hopperShape(transA, transB, m, n, k, sms);
+    return tmaOn ? tmaShape(transA, transB, m, n, k, sms)
+        : hopperShape(transA, transB, m, n, k, sms);
   }
 
   /** Blocks of the small GEMM grid along one dimension of {@code extent} rows or columns. */
@@ -421,6 +541,20 @@ public final class TrainingKernels implements AutoCloseable {
       ldb = ldt;
       transB = true;
     }
+    if (tmaOn) {
+      setGemmArgs(a, lda, b, ldb, c, ldc, m, n, k, bias, relu, mask, ldmask, splits);
+      try {
+        launchTma(a, transA, lda, b, transB, ldb, m, n, k, splits, stream);
+        return;
+      } catch (IllegalStateException refused) {
+        // the driver refused a tensor map: the cp.async kernels from here on, and say why
+        tmaOn = false;
+        tmaAbsent = refused.getMessage();
+        int[] p = hopperShape(transA, transB, m, n, k, sms);
+        bs = p[0];
+        splits = p[1];
+      }
+    }
     setGemmArgs(a, lda, b, ldb, c, ldc, m, n, k, bias, relu, mask, ldmask, splits);
     boolean nn = !transA && !transB;
     int kind = !transA && transB ? 0 : nn ? 1 : 2;
@@ -429,6 +563,46 @@ public final class TrainingKernels implements AutoCloseable {
     cuLaunchKernel(hopper[kind][bs == 256 ? 1 : 0], (rDim + HOPPER_BR - 1) / HOPPER_BR,
         (sDim + bs - 1) / bs, splits, HOPPER_THREADS, 1, 1,
         bs == 256 ? HOPPER_SMEM_256 : HOPPER_SMEM_128, stream, gemm90Args, null);
+    if (splits > 1) {
+      long total = (long) m * n;
+      int blocks = (int) Math.max(1, Math.min(maxBlocks, (total + THREADS - 1) / THREADS));
+      cuLaunchKernel(splitFinish, blocks, 1, 1, THREADS, 1, 1, 0, stream, finishArgs, null);
+    }
+  }
+
+  /**
+   * The TMA kernel of the layout (TN already transposed to TT), its tensor maps from the cache;
+   * the shared arguments are set. NT: R = A [m][k], S = B [n][k]; NN: R = B [k][n], S = A [m][k]
+   * (C written transposed); TT: R = A [k][m], S = B [n][k]. A map of R of a register-A kernel
+   * (NN, TT) is read as 32 x 32 boxes, the others as 32 x 128.
+   */
+  private void launchTma(long a, boolean transA, int lda, long b, boolean transB, int ldb, int m,
+      int n, int k, int splits, CUstream stream) {
+    int kind;
+    byte[] r;
+    byte[] s;
+    if (!transA && transB) {
+      kind = 0;
+      r = maps.map(a, m, k, lda, TMA_BLOCK);
+      s = maps.map(b, n, k, ldb, TMA_BLOCK);
+    } else if (!transA) {
+      kind = 1;
+      r = maps.map(b, k, n, ldb, TensorMaps.BOX_COLS);
+      s = maps.map(a, m, k, lda, TMA_BLOCK);
+    } else {
+      kind = 2;
+      r = maps.map(a, k, m, lda, TensorMaps.BOX_COLS);
+      s = maps.map(b, n, k, ldb, TMA_BLOCK);
+    }
+    System.arraycopy(r, 0, tmR, 0, TensorMaps.BYTES);
+    System.arraycopy(s, 0, tmS, 0, TensorMaps.BYTES);
+    int rDim = kind == 1 ? n : m;
+    int sDim = kind == 1 ? m : n;
+    gR[0] = rDim;
+    gS[0] = sDim;
+    cuLaunchKernel(tma[kind], (rDim + TMA_BLOCK - 1) / TMA_BLOCK,
+        (sDim + TMA_BLOCK - 1) / TMA_BLOCK, splits, TMA_THREADS, 1, 1, TMA_SMEM, stream, tmaArgs,
+        null);
     if (splits > 1) {
       long total = (long) m * n;
       int blocks = (int) Math.max(1, Math.min(maxBlocks, (total + THREADS - 1) / THREADS));

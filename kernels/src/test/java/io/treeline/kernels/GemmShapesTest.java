@@ -115,4 +115,38 @@ class GemmShapesTest {
     int[] wide = TrainingKernels.hopperShape(false, true, 64, 65536, 100_000, 4096);
     assertTrue((long) wide[1] * 64 * 65536 <= 4L << 20, "splits " + wide[1]);
   }
+
+  @Test
+  void theTmaKernelsRunUnsplit128WideBlocksAtTheModelsLargeProductsAndSplitOnlyFewBlocks() {
+    int sms = 132;
+    // the 20M model: 512 x 4096 x 4096 NN is 32 x 4 blocks (R = B), one wave: unsplit, as
+    // measured fastest (0.0604 ms against 0.0800 split 2 ways, H100, 2026-12-05)
+    assertArrayEquals(new int[] {128, 1}, TrainingKernels.tmaShape(false, false, 512, 4096, 4096,
+        sms));
+    assertArrayEquals(new int[] {128, 1}, TrainingKernels.tmaShape(false, true, 512, 4096, 4096,
+        sms));
+    assertArrayEquals(new int[] {128, 1}, TrainingKernels.tmaShape(true, false, 4096, 4096, 512,
+        sms));
+    assertArrayEquals(new int[] {128, 1}, TrainingKernels.tmaShape(true, false, 784, 4096, 512,
+        sms));
+    assertArrayEquals(new int[] {128, 1}, TrainingKernels.tmaShape(false, false, 4096, 4096,
+        4096, sms));
+    // the default model's first layer: 2 blocks, K = 784 (25 slices) split 6 ways
+    assertArrayEquals(new int[] {128, 6}, TrainingKernels.tmaShape(false, false, 128, 256, 784,
+        sms));
+    // a long K: about a block per multiprocessor (32 blocks: 4 splits), 16 splits at most
+    assertArrayEquals(new int[] {128, 4}, TrainingKernels.tmaShape(false, false, 1, 4096,
+        16411, sms));
+    assertArrayEquals(new int[] {128, 16}, TrainingKernels.tmaShape(false, true, 100, 100,
+        16411, sms));
+    assertArrayEquals(new int[] {128, 3}, TrainingKernels.tmaShape(false, false, 100, 100, 400,
+        sms));
+    // nothing to do, or a TN product whose transposed B would not fit its buffer
+    assertNull(TrainingKernels.tmaShape(false, false, 0, 5, 5, sms));
+    assertNull(TrainingKernels.tmaShape(false, false, 5, 5, 0, sms));
+    assertNull(TrainingKernels.tmaShape(true, false, 8, 1 << 16, 1 << 10, sms));
+    // the partial sums fit the workspace
+    int[] wide = TrainingKernels.tmaShape(false, true, 64, 65536, 100_000, 4096);
+    assertTrue((long) wide[1] * 64 * 65536 <= 4L << 20, "splits " + wide[1]);
+  }
 }

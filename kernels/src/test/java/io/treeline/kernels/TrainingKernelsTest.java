@@ -193,6 +193,26 @@ class TrainingKernelsTest {
   @Test
   void hopperGemmAtTheModelShapesAndOddTailsMatchesTheFloat64Product() {
     Assumptions.assumeTrue(k.hopperGemm(), "no wgmma path here: " + module.hopperAbsent());
+    k.setTmaGemm(false);
+    hopperProducts("wgmma");
+  }
+
+  @Test
+  void tmaGemmAtTheModelShapesAndOddTailsMatchesTheFloat64Product() {
+    Assumptions.assumeTrue(k.hopperGemm(), "no wgmma path here: " + module.hopperAbsent());
+    // on a 9.0 device with the module and native access (the build's test JVMs have both) the
+    // TMA kernels must load: an absent encoder there is a failure, not a skip
+    assertTrue(k.setTmaGemm(true), "TMA kernels off: " + k.tmaAbsent());
+    try {
+      hopperProducts("tma");
+      assertEquals("tma", k.gemmPath(), "a tensor map was refused: " + k.tmaAbsent());
+    } finally {
+      k.setTmaGemm(true);
+    }
+  }
+
+  private void hopperProducts(String path) {
+    assertEquals(path, k.gemmPath());
     // m, n, k, layout (transA + 2 transB), epilogue (0 none, 1 bias + ReLU, 2 bias + mask):
     // the 20M model's products (784-4096-4096-10 at batch 512), 4096^3 and odd tails of at
     // least HOPPER_MIN_WORK multiply-adds (rows, columns and K not multiples of the tiles)
@@ -225,7 +245,7 @@ class TrainingKernelsTest {
       long da = up(a);
       long db = up(b);
       assertTrue(k.hopperPlan(da, ta, lda, db, tb, ldb, m, n, kk) != null,
-          m + "x" + n + "x" + kk + " on the wgmma path");
+          m + "x" + n + "x" + kk + " on the " + path + " path");
       long dc = up(new float[m * ldc]);
       long dbias = withBias ? up(bias) : 0;
       long dmask = masked ? up(mask) : 0;
@@ -265,7 +285,7 @@ class TrainingKernelsTest {
         double got = c[i * ldc + j];
         if (!(Math.abs(got - ref) <= truncatedTf32Tolerance(mag, kk))) {
           fail("C[" + i + "," + j + "] of " + m + "x" + n + "x" + kk + " transA " + ta
-              + " transB " + tb + " on the wgmma path: " + got + " vs " + ref);
+              + " transB " + tb + " on the " + path + " path: " + got + " vs " + ref);
         }
         if (Float.floatToRawIntBits(c[i * ldc + j]) != Float.floatToRawIntBits(c2[i * ldc + j])) {
           fail("C[" + i + "," + j + "] of " + m + "x" + n + "x" + kk + " differs between two "

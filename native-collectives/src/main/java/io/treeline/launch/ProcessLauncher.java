@@ -41,6 +41,25 @@ public final class ProcessLauncher {
   }
 
   /**
+   * The module options a rank JVM of this JDK takes: {@code jdk.incubator.vector} (the host
+   * reducers' Vector API; the scalar reducer without it) and {@code jdk.incubator.foreign} with
+   * native access (the TMA GEMM's tensor maps; the cp.async kernels without it), each where the
+   * JDK has the module (the foreign one is JDK 17-20 only).
+   */
+  public static List<String> moduleOptions() {
+    java.lang.module.ModuleFinder system = java.lang.module.ModuleFinder.ofSystem();
+    List<String> o = new java.util.ArrayList<>();
+    if (system.find("jdk.incubator.vector").isPresent()) {
+      o.add("--add-modules=jdk.incubator.vector");
+    }
+    if (system.find("jdk.incubator.foreign").isPresent()) {
+      o.add("--add-modules=jdk.incubator.foreign");
+      o.add("--enable-native-access=ALL-UNNAMED");
+    }
+    return o;
+  }
+
+  /**
    * @param ranksPerNode ranks on each simulated node
    * @param jvmArgs JVM options for every rank (heap, direct memory)
    * @param mainAndArgs the main class, then its arguments

@@ -62,9 +62,7 @@ public final class PeerBench {
       int[] perNode = new int[shape.length == 2 ? Integer.parseInt(shape[0]) : 1];
       Arrays.fill(perNode, Integer.parseInt(shape[shape.length - 1]));
       List<String> jvm = new ArrayList<>(List.of("-Xmx1g", "-XX:MaxDirectMemorySize=3g"));
-      if (java.lang.module.ModuleFinder.ofSystem().find("jdk.incubator.vector").isPresent()) {
-        jvm.add("--add-modules=jdk.incubator.vector"); // else the scalar reducer
-      }
+      jvm.addAll(ProcessLauncher.moduleOptions()); // else the scalar reducer
       List<String> main = new ArrayList<>(List.of(PeerBench.class.getName()));
       main.addAll(Arrays.asList(args));
       List<ProcessLauncher.Result> res = ProcessLauncher.run(perNode, jvm, main,

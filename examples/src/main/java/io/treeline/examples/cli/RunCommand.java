@@ -95,10 +95,8 @@ final class RunCommand implements Callable<Integer> {
     main.addAll(rest);
     List<String> jvm = new ArrayList<>(List.of("-Xmx" + (heap >> 10) + "k",
         "-XX:MaxDirectMemorySize=2g"));
-    if (java.lang.module.ModuleFinder.ofSystem().find("jdk.incubator.vector").isPresent()) {
-      // the Vector API for the host reducers (Reducer.create() falls back to scalar without it)
-      jvm.add("--add-modules=jdk.incubator.vector");
-    }
+    // the Vector API for the host reducers, the foreign linker for the TMA GEMM's tensor maps
+    jvm.addAll(ProcessLauncher.moduleOptions());
     List<ProcessLauncher.Result> results = ProcessLauncher.run(perNode, jvm, main, Map.of(),
         timeout, out, allOutput ? -1 : 0);
     int code = 0;

@@ -29,7 +29,7 @@ import java.util.Map;
  * {@code scripts/device/run-train-gpu.sh} runs on the GPU machine, which carries no Spark.
  *
  * <pre>
- * GpuTrainMain [--ranks K] [--mode threads|processes] [--overlap on|off] [--epochs E]
+ * GpuTrainMain [--ranks K] [--mode threads|processes] [--overlap on|off] [--gemm auto|wgmma|wmma] [--epochs E]
  *     [--batch B] [--hidden 256,128] [--lr R] [--momentum M] [--limit N] [--data DIR]
  *     [--csv FILE] [--label TEXT]
  * </pre>
@@ -58,7 +58,8 @@ public final class GpuTrainMain {
       throw new IllegalArgumentException("--overlap on|off, not " + overlap);
     }
     GpuTrainOptions o = new GpuTrainOptions(t, a.getOrDefault("data",
-        FashionMnist.DEFAULT_DIR.toString()), overlap.equals("on"), -1);
+        FashionMnist.DEFAULT_DIR.toString()), overlap.equals("on"), -1,
+        a.getOrDefault("gemm", "auto"));
     int ranks = Integer.parseInt(a.getOrDefault("ranks", "1"));
     String mode = a.getOrDefault("mode", "threads");
     String csv = a.get("csv");
@@ -161,8 +162,9 @@ public final class GpuTrainMain {
     List<String> main = new ArrayList<>();
     main.add(GpuTrainMain.class.getName());
     main.addAll(Arrays.asList(argv));
-    List<ProcessLauncher.Result> rs = ProcessLauncher.run(new int[] {k},
-        List.of("-Xmx2g"), main, Map.of(), Duration.ofMinutes(20), out, -1);
+    List<String> jvm = new ArrayList<>(List.of("-Xmx2g"));
+    jvm.addAll(ProcessLauncher.moduleOptions()); // the TMA GEMM's tensor maps
+    List<ProcessLauncher.Result> rs = ProcessLauncher.run(new int[] {k}, jvm, main, Map.of(), Duration.ofMinutes(20), out, -1);
     int bad = 0;
     for (ProcessLauncher.Result r : rs) {
       if (r.exitCode() != 0) {
@@ -190,10 +192,11 @@ public final class GpuTrainMain {
     int n = es.size() - from;
     Trainer.Epoch lastEpoch = es.get(es.size() - 1).epoch();
     out.printf("summary %s ranks=%d mode=%s overlap=%s hidden=%s batch=%d epochs=%d "
-        + "step_ms=%.4f samples_per_s=%.0f allreduce_share=%.3f test_acc=%.4f gpu=%s%n",
+        + "step_ms=%.4f samples_per_s=%.0f allreduce_share=%.3f test_acc=%.4f gemm=%s gpu=%s%n",
         label, r.ranks(), mode, r.overlap() ? "on" : "off",
         Arrays.toString(o.train().hidden()).replace(" ", ""), o.train().batch(),
-        es.size(), step / n, sps / n, share / n, lastEpoch.testAccuracy(), r.gpu());
+        es.size(), step / n, sps / n, share / n, lastEpoch.testAccuracy(),
+        r.gemm().split(" ")[0], r.gpu());
     if (csv != null) {
       Path p = Path.of(csv);
       StringBuilder sb = new StringBuilder();
@@ -219,7 +222,7 @@ public final class GpuTrainMain {
 
   private static Map<String, String> parse(String[] argv) {
     Map<String, String> m = new LinkedHashMap<>();
-    List<String> known = List.of("ranks", "mode", "overlap", "epochs", "batch", "hidden", "lr",
+    List<String> known = List.of("ranks", "mode", "overlap", "gemm", "epochs", "batch", "hidden", "lr",
         "momentum", "limit", "data", "csv", "label");
     for (int i = 0; i < argv.length; i++) {
       String k = argv[i];

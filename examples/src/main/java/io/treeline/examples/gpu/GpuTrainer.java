@@ -66,8 +66,12 @@ public final class GpuTrainer {
   }
 
   /** The CPU job's result ({@link Trainer.Result}: the CLI writes it as it does the CPU's). */
+  /**
+   * What a run did; {@code gemm} names the GEMM kernels it ran ({@link TrainingKernels#gemmPath},
+   * with the reason the TMA kernels were off where the device has wgmma but they did not run).
+   */
   public record Outcome(Trainer.Result result, List<GpuEpoch> epochs, String gpu, int ranks,
-      boolean overlap) {
+      boolean overlap, String gemm) {
   }
 
   private GpuTrainer() {
@@ -118,7 +122,7 @@ public final class GpuTrainer {
     int rank = comm.topologyRank();
     int local = MlpLayout.localBatch(o.batch(), ranks);
     MlpLayout layout = MlpLayout.of(data.pixels(), o.hidden(), CLASSES);
-    try (Device d = new Device(comm, data, layout, local, go.overlap())) {
+    try (Device d = new Device(comm, data, layout, local, go.overlap(), go.gemm())) {
       return d.train(o, rank, ranks, out, progress);
     }
   }
@@ -159,7 +163,7 @@ public final class GpuTrainer {
     private final int maxRows;
 
     Device(DeviceCommunicator comm, FashionMnist data, MlpLayout layout, int local,
-        boolean overlap) {
+        boolean overlap, String gemm) {
       this.comm = comm;
       this.data = data;
       this.layout = layout;
@@ -171,6 +175,10 @@ public final class GpuTrainer {
         throw new java.io.UncheckedIOException(e);
       }
       this.k = new TrainingKernels(module);
+      if (!gemm.equals("auto")) {
+        k.setTmaGemm(false);
+        k.setHopperGemm(gemm.equals("wgmma"));
+      }
       this.commStream = DevicePointers.stream(comm.stream());
       if (overlap) {
         ownStream = new CUstream();
@@ -228,8 +236,18 @@ public final class GpuTrainer {
       return e;
     }
 
+    /** The GEMM kernels of this run, and why not TMA where wgmma runs without it. */
+    String gemmPath() {
+      String path = k.gemmPath();
+      return path.equals("wgmma") && k.tmaAbsent() != null
+          ? path + " (TMA off: " + k.tmaAbsent() + ")" : path;
+    }
+
     Outcome train(Trainer.Options o, int rank, int ranks, PrintStream out,
         Trainer.Progress progress) {
+      if (out != null && rank == 0) {
+        out.println("gemm kernels: " + gemmPath());
+      }
       int[] sizes = layout.sizes();
       int layers = layout.layers();
       long p = layout.params();
@@ -345,7 +363,7 @@ public final class GpuTrainer {
       cuMemcpyDtoH(Pointer.to(host), DevicePointers.at(w), 4 * p);
       checkReplicas(host, rank, ranks, out);
       return new Outcome(new Trainer.Result(history, host), gpuEpochs, comm.gpu(), ranks,
-          overlap);
+          overlap, gemmPath());
     }
 
     private void forward(int m) {
