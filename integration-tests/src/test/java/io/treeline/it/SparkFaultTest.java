@@ -77,6 +77,14 @@ class SparkFaultTest {
 
   /** Three allreduces (calls 1-3) per task; a task's error is recorded, then rethrown. */
   private static List<Object[]> job(JavaSparkContext jsc) {
+    return job(jsc, null);
+  }
+
+  /**
+   * The job; a task's failure also goes to {@code failureDir} (when not null) as a file, so that
+   * it is seen when Spark, having cancelled the stage first, reports the task only as killed.
+   */
+  private static List<Object[]> job(JavaSparkContext jsc, String failureDir) {
     return BarrierJobs.collect(jsc.parallelize(List.of(0, 1, 2, 3), 4), (p, it) -> {
       int attempt = TaskContext.get().stageAttemptNumber();
       try {
@@ -92,7 +100,16 @@ class SparkFaultTest {
         return Collections.singletonList(new Object[] {attempt,
             ProcessHandle.current().pid(), out}).iterator();
       } catch (RuntimeException | Error e) {
-        FAILURES.add(new Failure(p, attempt, System.currentTimeMillis(), e.toString()));
+        Failure f = new Failure(p, attempt, System.currentTimeMillis(), e.toString());
+        FAILURES.add(f);
+        if (failureDir != null) {
+          try {
+            Files.writeString(Path.of(failureDir, "failure-" + p + "-" + attempt),
+                f.millis() + "\n" + f.message());
+          } catch (java.io.IOException io) {
+            e.addSuppressed(io);
+          }
+        }
         throw e;
       }
     });
@@ -268,7 +285,7 @@ class SparkFaultTest {
       }
       started = System.currentTimeMillis();
       assertEquals(5, jsc.sc().getExecutorMemoryStatus().size(), "the driver and 4 executors");
-      results = job(jsc);
+      results = job(jsc, marker.getParent().toString());
       jsc.sc().listenerBus().waitUntilEmpty();
     } finally {
       System.clearProperty("spark.testing");
@@ -287,11 +304,18 @@ class SparkFaultTest {
             .orElse(""), total, started - t0);
     assertTrue(attemptFailed < 10_000, "attempt 0 ended " + attemptFailed
         + " ms after the halt; the timeout is 60 s");
-    // the survivors' errors that reached the driver (a survivor killed by Spark first says
-    // only that it was killed) name themselves, the dead rank, the phase and the timeout
-    List<Failure> survivors = stages.taskErrors.stream().filter(f -> f.stageAttempt == 0)
-        .toList();
-    assertTrue(!survivors.isEmpty(), "no survivor's error reached the driver");
+    // the survivors' errors name themselves, the dead rank, the phase and the timeout: those
+    // that reached the driver, and those of survivors Spark had already marked killed (the
+    // stage is cancelled when the executor's loss is seen, sometimes before a survivor's error
+    // arrives; its task then reports only that it was killed), from the files the job wrote
+    List<Failure> survivors = new ArrayList<>(stages.taskErrors.stream()
+        .filter(f -> f.stageAttempt == 0).toList());
+    for (Failure f : executorFailures(marker.getParent(), 0)) {
+      if (f.partition != 2 && survivors.stream().noneMatch(g -> g.partition == f.partition)) {
+        survivors.add(f);
+      }
+    }
+    assertTrue(!survivors.isEmpty(), "no survivor's error reached the driver or a file");
     for (Failure f : survivors) {
       String m = f.message.substring(f.message.indexOf(": ") + 2);
       assertTrue(NAMED.matcher(m).matches(), m);
@@ -307,6 +331,21 @@ class SparkFaultTest {
     pids.add(fired[1]);
     results.forEach(r -> pids.add((Long) r[1]));
     assertEquals(List.of(), segmentsOf(pids));
+  }
+
+  /** The failures of stage attempt {@code attempt} the job wrote to {@code dir}. */
+  private static List<Failure> executorFailures(Path dir, int attempt) throws Exception {
+    List<Failure> out = new ArrayList<>();
+    try (Stream<Path> files = Files.list(dir)) {
+      for (Path f : files.filter(f -> f.getFileName().toString().startsWith("failure-")
+          && f.getFileName().toString().endsWith("-" + attempt)).sorted().toList()) {
+        String[] name = f.getFileName().toString().split("-");
+        String[] body = Files.readString(f).split("\n", 2);
+        out.add(new Failure(Integer.parseInt(name[1]), attempt, Long.parseLong(body[0]),
+            body[1]));
+      }
+    }
+    return out;
   }
 
   private static void assertNothingLeft() throws Exception {
