@@ -62,8 +62,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# ---- Java and the classpath: the carried runtime on the GPU machine, else this build -------
-if [ -f .device-carry/bundle.tar.xz ] || [ -x .device-carry/jre/bin/java ]; then
+# ---- Java and the classpath: the carried runtime on the GPU machine (no java there), else this
+# build (also where prepare.sh has left a .device-carry beside it) ----------------------------
+if ! command -v "${JAVA_HOME:+$JAVA_HOME/bin/}java" > /dev/null \
+    && { [ -f .device-carry/bundle.tar.xz ] || [ -x .device-carry/jre/bin/java ]; }; then
   # shellcheck source=../device/env.sh
   source scripts/device/env.sh
   charts=0
