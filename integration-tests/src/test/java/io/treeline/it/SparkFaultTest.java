@@ -12,6 +12,7 @@ import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
 import io.treeline.exec.FaultInjection;
 import io.treeline.spark.TreelinePlugin;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -106,7 +107,7 @@ class SparkFaultTest {
           try {
             Files.writeString(Path.of(failureDir, "failure-" + p + "-" + attempt),
                 f.millis() + "\n" + f.message());
-          } catch (java.io.IOException io) {
+          } catch (IOException io) {
             e.addSuppressed(io);
           }
         }
@@ -164,9 +165,11 @@ class SparkFaultTest {
     return new long[] {Long.parseLong(f[0]), Long.parseLong(f[1])};
   }
 
-  /** "rank 1, peer 2, hierarchical/network: ..." */
-  // the phase: the algorithm, and its sub-phase when the rank was inside one (a rank that hears
-  // of the abort between the two names only the algorithm and the call)
+  /**
+   * "rank 1, peer 2, hierarchical/network: ...": the phase is the algorithm and, when the rank
+   * was inside one, its sub-phase (a rank that hears of the abort between them names only the
+   * algorithm and the call: "hierarchical #2").
+   */
   private static final Pattern NAMED = Pattern.compile(
       "rank (\\d), peer (\\d), [a-z0-9-]+(/(network|intra-node))?[^:]*: .*");
 
