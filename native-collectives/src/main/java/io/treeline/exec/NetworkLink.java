@@ -33,6 +33,15 @@ public interface NetworkLink extends AutoCloseable {
   /** Hand the slot of the last {@link #receive} from {@code peer} on {@code lane} back. */
   void release(int peer, int lane, long deadline, String phase);
 
+  /**
+   * Write what this link has put off (the credits of small messages, which ride with this
+   * rank's next frame to the peer): the runners call it before the rank waits on anything but
+   * this link (a local peer's flag, the GPU), so no peer waits for a credit while this rank
+   * waits for something else. A link's own waits flush by themselves. Allocates nothing.
+   */
+  default void flush(long deadline, String phase) {
+  }
+
   /** Tell every peer this rank has a connection to that it failed. */
   void abort(String reason);
 

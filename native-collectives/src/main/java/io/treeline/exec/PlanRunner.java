@@ -164,6 +164,7 @@ public final class PlanRunner implements AutoCloseable {
       } else if (s instanceof Step.Signal x) {
         memory.signal(flagBase + x.phase());
       } else if (s instanceof Step.Wait x) {
+        network.flush(deadline, phase[NETWORK]);
         memory.await(x.peer(), flagBase + x.phase(), deadline, phase[INTRA]);
       } else if (s instanceof Step.ReduceFrom x) {
         int[] peers = x.peers();

@@ -95,6 +95,7 @@ public final class StagedRunner {
           throw new IllegalArgumentException("rank " + rank + ": " + plan.algorithm()
               + " works on stage chunk " + ins + " before staging it out (step " + i + ")");
         }
+        network.flush(deadline, phase); // the GPU's copy is a wait too
         stage.awaitStaged(ins, deadline);
         landed = ins + 1;
       }
@@ -115,6 +116,7 @@ public final class StagedRunner {
             op, plan.size(), deadline, phase);
       }
     }
+    network.flush(deadline, phase); // the device steps after this part wait on local peers
     if (watch != null) {
       watch.endCall();
     }

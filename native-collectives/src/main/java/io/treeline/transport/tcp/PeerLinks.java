@@ -73,6 +73,13 @@ public final class PeerLinks implements NetworkLink {
   private static final String CREDIT_WAIT = "a credit";
   private static final String ROOM = "room in the socket";
   private static final String CONNECT = "its connection";
+  private static final String BEGIN = "beginning a call (returning credits)";
+  /** A received message this long or longer has its credit returned at once ({@link #release}). */
+  static final long EAGER_CREDIT_BYTES = 64 << 10;
+  /** Bytes a link's reader takes from its socket per read, parsed from there ({@link Link#stage}). */
+  static final int STAGE_BYTES = 16 << 10;
+  /** A payload's rest this long or longer is read straight into its slot, not through the stage. */
+  static final int DIRECT_BYTES = 4 << 10;
   private static final System.Logger LOG = System.getLogger("io.treeline.tcp");
 
   private final int rank;
@@ -90,6 +97,11 @@ public final class PeerLinks implements NetworkLink {
   private final Thread receiver;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
   private final boolean pollReads;
+  private final boolean deferCredits = Boolean.parseBoolean(
+      System.getProperty("treeline.tcpDeferCredits", "true"));
+  /** Links this rank owes credits on (the rank thread's, like the credits themselves). */
+  private int owingLinks;
+  private boolean flushing;
   private volatile boolean connected;
   private volatile boolean statusPending;
   private volatile boolean closed;
@@ -262,6 +274,7 @@ public final class PeerLinks implements NetworkLink {
 
   /** {@link #beginCall(long, CallDescriptor)} for callers that keep the descriptor unpacked. */
   public void beginCall(long sequence, long count, long meta) {
+    flushAllCredits(null, System.nanoTime() + timeout.toNanos(), BEGIN);
     callSequence = sequence;
     callCount = count;
     callMeta = meta;
@@ -282,20 +295,21 @@ public final class PeerLinks implements NetworkLink {
       watch.waited();
     }
     lockWrite(l);
+    int savedLimit = src.limit();
+    int savedPos = src.position();
     try {
       l.header.clear();
       l.header.putInt(DATA).putInt(lane).putInt((int) bytes).putInt(0).putLong(callSequence)
           .putLong(callCount).putLong(callMeta).flip();
-      write(l, l.header, deadline, phase);
-      int savedLimit = src.limit();
-      int savedPos = src.position();
-      try {
-        src.limit((int) (offset + bytes)).position((int) offset);
-        write(l, src, deadline, phase);
-      } finally {
-        src.limit(savedLimit).position(savedPos);
-      }
+      l.takeCredits(); // the credits this rank owes the peer ride in the same write
+      src.limit((int) (offset + bytes)).position((int) offset);
+      l.frame[0] = l.creditOut;
+      l.frame[1] = l.header;
+      l.frame[2] = src;
+      write(l, l.frame, HEADER + bytes + l.creditOut.remaining(), deadline, phase);
     } finally {
+      l.frame[2] = null;
+      src.limit(savedLimit).position(savedPos);
       l.writing.setRelease(0);
     }
     l.sent[lane]++;
@@ -346,20 +360,63 @@ public final class PeerLinks implements NetworkLink {
     return slot;
   }
 
-  /** Give the slot of the last receive back and return a credit to the sender. */
+  /**
+   * Give the slot of the last receive back and owe the sender a credit. The credit of a small
+   * message is not written at once: it rides with this rank's next frame to the peer (the
+   * answer of a tree's hop goes back the same link), or goes alone when this rank next waits
+   * for anything or begins a call ({@link #flushAllCredits}), so the sender never waits on a
+   * credit while this rank does not make progress. A small message's hop cost two frames and
+   * three syscalls each way (header, payload, credit) before; now one write. The credit of a
+   * large message ({@link #EAGER_CREDIT_BYTES} and more: a pipeline's chunk, whose sender may
+   * be out of slots) goes at once.
+   */
   @Override
   public void release(int peer, int lane, long deadline, String phase) {
     Link l = links[peer];
     Lane in = l.lanes[lane];
-    in.counters.setRelease(Lane.HEAD, in.counters.getPlain(Lane.HEAD) + 1);
+    long head = in.counters.getPlain(Lane.HEAD);
+    long length = in.length[(int) (head % slotsPerLane)];
+    in.counters.setRelease(Lane.HEAD, head + 1);
+    if (l.owed[lane]++ == 0 && l.owedLanes++ == 0) {
+      owingLinks++;
+    }
+    if (length >= EAGER_CREDIT_BYTES || !deferCredits) {
+      flushCredits(l, deadline, phase);
+    }
+  }
+
+  @Override
+  public void flush(long deadline, String phase) {
+    flushAllCredits(null, deadline, phase);
+  }
+
+  /** Write the credits owed on every link but {@code except}; rank thread only. */
+  private void flushAllCredits(Link except, long deadline, String phase) {
+    if (owingLinks == 0 || flushing) {
+      return;
+    }
+    flushing = true;
+    try {
+      for (Link l : links) {
+        if (l != null && l != except && l.owedLanes > 0) {
+          flushCredits(l, deadline, phase);
+        }
+      }
+    } finally {
+      flushing = false;
+    }
+  }
+
+  private void flushCredits(Link l, long deadline, String phase) {
     lockWrite(l);
     try {
-      l.header.clear();
-      l.header.putInt(CREDIT).putInt(lane).putInt(1).putInt(0).putLong(0).putLong(0).putLong(0)
-          .flip();
-      write(l, l.header, deadline, phase);
+      l.takeCredits();
+      l.frame[0] = l.creditOut;
+      l.frame[1] = l.empty;
+      l.frame[2] = l.empty;
+      write(l, l.frame, l.creditOut.remaining(), deadline, phase);
     } catch (CollectiveException e) {
-      // The data has arrived; only the peer's future sends need this credit. A peer that has
+      // The data has arrived; only the peer's future sends need these credits. A peer that has
       // already finished (its last message was this one) may have closed the link: remember,
       // and fail the next use of the link instead of this collective.
       if (l.failure == null) {
@@ -370,11 +427,18 @@ public final class PeerLinks implements NetworkLink {
     }
   }
 
-  private void write(Link l, ByteBuffer b, long deadline, String phase) {
+  /** Write all of {@code frame} ({@code total} bytes) on {@code l}; caller holds its lock. */
+  private void write(Link l, ByteBuffer[] frame, long total, long deadline, String phase) {
     try {
       boolean waiting = false;
-      while (b.hasRemaining()) {
-        if (l.channel.write(b) == 0) {
+      long left = total;
+      while (left > 0) {
+        long n = l.channel.write(frame);
+        left -= n;
+        if (n == 0) {
+          if (!waiting) {
+            flushAllCredits(l, deadline, phase); // not l: its lock is held (the frame has them)
+          }
           waiting = waitOrFail(l, deadline, phase, ROOM, -1, waiting);
         }
       }
@@ -476,6 +540,9 @@ public final class PeerLinks implements NetworkLink {
   /** One idle step of a wait on {@code l}; returns true (the wait is published). */
   private boolean idleOrFail(Link l, long deadline, String phase, String what, int lane,
       boolean waiting) {
+    if (!waiting && what != ROOM) {
+      flushAllCredits(null, deadline, phase); // never wait while a peer may wait for a credit
+    }
     pollRead(l);
     long now = System.nanoTime();
     if (!waiting) {
@@ -851,6 +918,14 @@ public final class PeerLinks implements NetworkLink {
     final int peer;
     final SocketChannel channel;
     final ByteBuffer header = ByteBuffer.allocateDirect(HEADER);
+    /** The credit frames a write carries before its own frame ({@link #takeCredits}). */
+    final ByteBuffer creditOut = ByteBuffer.allocateDirect(HEADER * MAX_LANES);
+    final ByteBuffer empty = ByteBuffer.allocateDirect(0);
+    /** One gathering write: credits, header, payload. */
+    final ByteBuffer[] frame = new ByteBuffer[3];
+    /** Credits this rank owes the peer per lane, not yet written; the rank thread's. */
+    final int[] owed = new int[MAX_LANES];
+    int owedLanes;
     final long[] sent = new long[MAX_LANES];
     final AtomicLongArray credits = new AtomicLongArray(MAX_LANES);
     final Lane[] lanes = new Lane[MAX_LANES];
@@ -860,6 +935,13 @@ public final class PeerLinks implements NetworkLink {
     final AtomicInteger reading = new AtomicInteger();
     // the reading thread's state (held under reading): the frame being read
     final ByteBuffer inHeader = ByteBuffer.allocateDirect(HEADER);
+    /**
+     * What the last read took from the socket and the parse has not used yet: one read brings
+     * a small frame's header and payload (and the credits before it) at once, where a read per
+     * header and per payload cost two or three syscalls a frame. A payload's rest of
+     * {@link #DIRECT_BYTES} or more is read straight into its slot.
+     */
+    final ByteBuffer stage = ByteBuffer.allocateDirect(STAGE_BYTES).flip();
     ByteBuffer inPayload;
     int inType;
     int inLane;
@@ -880,6 +962,24 @@ public final class PeerLinks implements NetworkLink {
       this.channel = channel;
     }
 
+    /** Put the owed credits into {@link #creditOut} (flipped; empty when none); rank thread. */
+    void takeCredits() {
+      creditOut.clear();
+      if (owedLanes > 0) {
+        for (int lane = 0; lane < MAX_LANES; lane++) {
+          int c = owed[lane];
+          if (c > 0) {
+            creditOut.putInt(CREDIT).putInt(lane).putInt(c).putInt(0).putLong(0).putLong(0)
+                .putLong(0);
+            owed[lane] = 0;
+          }
+        }
+        owedLanes = 0;
+        owingLinks--;
+      }
+      creditOut.flip();
+    }
+
     synchronized Lane lane(int lane, int n, int bytes) {
       Lane l = lanes[lane];
       if (l == null) {
@@ -892,72 +992,37 @@ public final class PeerLinks implements NetworkLink {
     /** Reads what the socket has; false when the link is done. Only under {@link #reading}. */
     boolean readAvailable(int n, int bytes) throws IOException {
       while (true) {
-        if (inPayload == null) {
-          if (channel.read(inHeader) < 0) {
-            lost(this, "rank " + peer + "'s connection closed without a goodbye: its process "
-                + "died or was killed");
+        if (!stage.hasRemaining()) {
+          int r;
+          if (inPayload != null && inPayload.remaining() >= DIRECT_BYTES) {
+            r = channel.read(inPayload); // a large payload: no copy through the stage
+          } else {
+            stage.clear();
+            r = channel.read(stage);
+            stage.flip();
+          }
+          if (r < 0) {
+            lost(this, inPayload == null ? "rank " + peer + "'s connection closed without a "
+                + "goodbye: its process died or was killed" : "rank " + peer + "'s connection "
+                + "closed in the middle of a frame: its process died or was killed");
             return false;
           }
-          if (inHeader.hasRemaining()) {
-            return true;
+          if (r == 0) {
+            return true; // the socket is drained, and so is the stage
           }
-          inHeader.flip();
-          int type = inHeader.getInt();
-          int lane = inHeader.getInt();
-          int len = inHeader.getInt();
-          inHeader.getInt();
-          long seq = inHeader.getLong();
-          long cnt = inHeader.getLong();
-          long mt = inHeader.getLong();
-          inHeader.clear();
-          if (type == CREDIT) {
-            if (lane < 0 || lane >= MAX_LANES || len != 1) {
-              throw new IOException("refused a credit frame for lane " + lane + " of " + len
-                  + " from rank " + peer);
-            }
-            credits.setRelease(lane, credits.getPlain(lane) + len);
+        }
+        if (inPayload == null) {
+          move(stage, inHeader);
+          if (inHeader.hasRemaining()) {
             continue;
           }
-          inType = type;
-          inSequence = seq;
-          inCount = cnt;
-          inMeta = mt;
-          inLength = len;
-          if (type == ABORT || type == CLOSE || type == STATUS || type == STATUS_REQUEST) {
-            if (len < 0 || len > MAX_TEXT) {
-              throw new IOException("refused a control frame (type " + type + ") of " + len
-                  + " bytes from rank " + peer);
-            }
-            inPayload = ByteBuffer.allocate(len);
-          } else if (type == DATA) {
-            if (lane < 0 || lane >= MAX_LANES) {
-              throw new IOException("frame for lane " + lane + " from rank " + peer);
-            }
-            if (len < 0 || len > bytes) {
-              throw new IOException("refused a frame of type " + type + " and " + len
-                  + " bytes from rank " + peer + " (slots hold " + bytes + ")");
-            }
-            Lane l = lane(lane, n, bytes);
-            long tail = l.counters.getPlain(Lane.TAIL);
-            if (tail - l.counters.getAcquire(Lane.HEAD) >= n) {
-              throw new IOException("rank " + peer + " sent on lane " + lane
-                  + " without a credit");
-            }
-            inPayload = l.slots[(int) (tail % n)];
-            inPayload.clear().limit(len);
-            inLane = lane;
-          } else {
-            throw new IOException("refused a frame of unknown type " + type + " from rank "
-                + peer);
+          if (!header(n, bytes)) {
+            continue; // a credit
           }
         }
-        if (inPayload.hasRemaining() && channel.read(inPayload) < 0) {
-          lost(this, "rank " + peer + "'s connection closed in the middle of a frame: its "
-              + "process died or was killed");
-          return false;
-        }
+        move(stage, inPayload);
         if (inPayload.hasRemaining()) {
-          return true;
+          continue;
         }
         if (inType != DATA) {
           ByteBuffer text = inPayload;
@@ -977,6 +1042,75 @@ public final class PeerLinks implements NetworkLink {
         l.counters.setRelease(Lane.TAIL, tail + 1);
         inPayload = null;
       }
+    }
+
+    /** The bytes of {@code src} that fit {@code dst}, moved; allocates nothing. */
+    private static void move(ByteBuffer src, ByteBuffer dst) {
+      int k = Math.min(src.remaining(), dst.remaining());
+      if (k == 0) {
+        return;
+      }
+      int limit = src.limit();
+      src.limit(src.position() + k);
+      dst.put(src);
+      src.limit(limit);
+    }
+
+    /**
+     * A whole header is in {@link #inHeader}: take a credit (false), or set up the payload's
+     * destination (true).
+     */
+    private boolean header(int n, int bytes) throws IOException {
+      inHeader.flip();
+      int type = inHeader.getInt();
+      int lane = inHeader.getInt();
+      int len = inHeader.getInt();
+      inHeader.getInt();
+      long seq = inHeader.getLong();
+      long cnt = inHeader.getLong();
+      long mt = inHeader.getLong();
+      inHeader.clear();
+      if (type == CREDIT) {
+        if (lane < 0 || lane >= MAX_LANES || len < 1 || len > n) {
+          throw new IOException("refused a credit frame for lane " + lane + " of " + len
+              + " from rank " + peer);
+        }
+        credits.setRelease(lane, credits.getPlain(lane) + len);
+        return false;
+      }
+      inType = type;
+      inSequence = seq;
+      inCount = cnt;
+      inMeta = mt;
+      inLength = len;
+      if (type == ABORT || type == CLOSE || type == STATUS || type == STATUS_REQUEST) {
+        if (len < 0 || len > MAX_TEXT) {
+          throw new IOException("refused a control frame (type " + type + ") of " + len
+              + " bytes from rank " + peer);
+        }
+        inPayload = ByteBuffer.allocate(len);
+      } else if (type == DATA) {
+        if (lane < 0 || lane >= MAX_LANES) {
+          throw new IOException("frame for lane " + lane + " from rank " + peer);
+        }
+        if (len < 0 || len > bytes) {
+          throw new IOException("refused a frame of type " + type + " and " + len
+              + " bytes from rank " + peer + " (slots hold " + bytes + ")");
+        }
+        Lane l = lane(lane, n, bytes);
+        long tail = l.counters.getPlain(Lane.TAIL);
+        if (tail - l.counters.getAcquire(Lane.HEAD) >= n) {
+          throw new IOException("rank " + peer + " sent on lane " + lane
+              + " without a credit");
+        }
+        inPayload = l.slots[(int) (tail % n)];
+        inPayload.clear().limit(len);
+        inLane = lane;
+      } else {
+        throw new IOException("refused a frame of unknown type " + type + " from rank "
+            + peer);
+      }
+      return true;
     }
 
     /** A control frame has arrived; false when the link is done. */

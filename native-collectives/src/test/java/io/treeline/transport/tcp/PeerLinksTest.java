@@ -126,6 +126,99 @@ class PeerLinksTest {
     }
   }
 
+  /**
+   * Every byte of messages of mixed sizes, from empty to several times the read stage (64 KiB),
+   * on several lanes, arrives as sent, however the stage cuts the stream into reads.
+   */
+  @Test
+  void messagesOfEverySizeArriveIntactThroughTheReadStage() throws Exception {
+    ServerSocketChannel l0 = listen();
+    ServerSocketChannel l1 = listen();
+    InetSocketAddress[] a = {addr(l0), addr(l1)};
+    int slot = 300_000;
+    int[] sizes = {0, 1, 3, 39, 40, 41, 4096, 65_535, 65_536, 65_577, 131_071, 299_999, 7, 0};
+    try (PeerLinks p0 = new PeerLinks(0, SECRET, l0, a, slot, 2, T);
+        PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, slot, 2, T)) {
+      connectAll(p0, p1);
+      Ranks.run(2, 30_000, r -> {
+        ByteBuffer b = ByteBuffer.allocateDirect(slot);
+        for (int round = 0; round < 20; round++) {
+          for (int k = 0; k < sizes.length; k++) {
+            int lane = k % 3;
+            long seed = round * 1000L + k;
+            if (r == 0) {
+              java.util.Random rnd = new java.util.Random(seed);
+              for (int i = 0; i < sizes[k]; i++) {
+                b.put(i, (byte) rnd.nextInt());
+              }
+              p0.send(1, lane, b, 0, sizes[k], deadline(), "test");
+            } else {
+              ByteBuffer m = p1.receive(0, lane, sizes[k], deadline(), "test");
+              java.util.Random rnd = new java.util.Random(seed);
+              for (int i = 0; i < sizes[k]; i++) {
+                if (m.get(i) != (byte) rnd.nextInt()) {
+                  throw new AssertionError("round " + round + ", message of " + sizes[k]
+                      + " bytes: byte " + i + " differs");
+                }
+              }
+              p1.release(0, lane, deadline(), "test");
+            }
+          }
+        }
+      });
+    }
+  }
+
+  /**
+   * A small message's credit rides with the receiver's next frame to its sender, or goes alone
+   * before the receiver waits: with one slot, the sender's second message waits for it.
+   */
+  @Test
+  void aSmallMessagesCreditGoesWithTheNextFrameOrBeforeAnyWait() throws Exception {
+    ServerSocketChannel l0 = listen();
+    ServerSocketChannel l1 = listen();
+    InetSocketAddress[] a = {addr(l0), addr(l1)};
+    try (PeerLinks p0 = new PeerLinks(0, SECRET, l0, a, 1024, 1, T);
+        PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 1, T)) {
+      connectAll(p0, p1);
+      java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.CountDownLatch thirdSent = new java.util.concurrent.CountDownLatch(1);
+      Ranks.run(2, 30_000, r -> {
+        ByteBuffer b = ByteBuffer.allocateDirect(1024);
+        try {
+          if (r == 0) {
+            p0.send(1, 0, b, 0, 16, deadline(), "test");
+            released.await();
+            // the credit is owed, not written: the second message cannot go yet
+            CollectiveException e = assertThrows(CollectiveException.class, () ->
+                p0.send(1, 0, b, 0, 16, System.nanoTime() + 300_000_000L, "second"));
+            assertTrue(e.getMessage().contains("a credit"), e.getMessage());
+            p0.receive(1, 5, 8, deadline(), "answer"); // the answer brought the credit
+            p0.release(1, 5, deadline(), "answer");
+            p0.send(1, 0, b, 0, 16, deadline(), "second");
+            p0.send(1, 0, b, 0, 16, deadline(), "third");
+            thirdSent.countDown();
+          } else {
+            p1.receive(0, 0, 16, deadline(), "test");
+            p1.release(0, 0, deadline(), "test");
+            released.countDown();
+            Thread.sleep(600);
+            p1.send(0, 5, b, 0, 8, deadline(), "answer");
+            p1.receive(0, 0, 16, deadline(), "second");
+            p1.release(0, 0, deadline(), "second");
+            p1.flush(deadline(), "before waiting elsewhere"); // the runner's call before a wait
+            assertTrue(thirdSent.await(10, java.util.concurrent.TimeUnit.SECONDS),
+                "the third message needed the credit flush() wrote");
+            p1.receive(0, 0, 16, deadline(), "third");
+            p1.release(0, 0, deadline(), "third");
+          }
+        } catch (InterruptedException e) {
+          throw new AssertionError(e);
+        }
+      });
+    }
+  }
+
   @Test
   void aMessageSentJustBeforeThePeerClosesIsStillDelivered() throws Exception {
     // A peer that finished its part of a collective sends its last message and closes at once
