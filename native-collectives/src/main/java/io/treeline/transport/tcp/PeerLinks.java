@@ -286,6 +286,21 @@ public final class PeerLinks implements NetworkLink {
       String phase) {
     Link l = link(peer, phase);
     checkLane(peer, lane, phase);
+    // A link whose peer has aborted or closed, or a group that has failed, takes no more
+    // frames: a frame is one write now, and the first write to a closed socket succeeds (the
+    // peer's reset comes back after it), so the failure would otherwise surface only at a later
+    // step, after the rank had computed on (a rank resumed from a stall met its peers' aborts
+    // only at its third send, 2026-12-06)
+    String failed = l.failure;
+    if (failed != null) {
+      throw new CollectiveException(rank, peer, phase, "the connection to rank " + peer
+          + " failed before a message on lane " + lane + " could be sent: " + failed
+          + " (timeout " + timeout.toMillis() + " ms not reached)", null);
+    }
+    String group = watch.failure();
+    if (group != null) {
+      throw watch.failed(phase, group);
+    }
     if (l.sent[lane] >= slotsPerLane + l.credits.getAcquire(lane)) {
       boolean waiting = false;
       while (l.sent[lane] >= slotsPerLane + l.credits.getAcquire(lane)) {

@@ -2,6 +2,7 @@ package io.treeline.transport.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -243,6 +244,39 @@ class PeerLinksTest {
           }
         });
       }
+    }
+  }
+
+  @Test
+  void aSendToAPeerThatHasAbortedFailsAtOnceNamingTheAbort() throws Exception {
+    // A rank resumed after a stall must not push frames into a link whose peer has aborted:
+    // the write of one frame to a closed socket succeeds, so only the abort it has read says so
+    ServerSocketChannel l0 = listen();
+    ServerSocketChannel l1 = listen();
+    InetSocketAddress[] a = {addr(l0), addr(l1)};
+    try (PeerLinks p0 = new PeerLinks(0, SECRET, l0, a, 1024, 2, T);
+        PeerLinks p1 = new PeerLinks(1, SECRET, l1, a, 1024, 2, T)) {
+      connectAll(p0, p1);
+      p1.abort("rank 1 failed: timed out waiting for rank 0");
+      ByteBuffer b = ByteBuffer.allocateDirect(64);
+      long t0 = System.nanoTime();
+      CollectiveException e = null;
+      // the abort reaches rank 0's receiver thread within moments; every send after that fails
+      while (e == null && System.nanoTime() - t0 < T.toNanos()) {
+        try {
+          p0.send(1, 0, b, 0, 64, deadline(), "network");
+          Thread.sleep(1);
+        } catch (CollectiveException thrown) {
+          e = thrown;
+        }
+      }
+      assertNotNull(e, "every send succeeded for 10 s after the peer aborted");
+      String m = e.getMessage();
+      assertTrue(m.startsWith("rank 0, peer 1, network: "), m);
+      assertTrue(m.contains("rank 1 failed: timed out waiting for rank 0"), m);
+      CollectiveException again = assertThrows(CollectiveException.class,
+          () -> p0.send(1, 0, b, 0, 64, deadline(), "network"));
+      assertTrue(again.getMessage().contains("could be sent"), again.getMessage());
     }
   }
 
