@@ -97,6 +97,8 @@ public final class PeerLinks implements NetworkLink {
   private final Thread receiver;
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
   private final boolean pollReads;
+  /** The largest message whose wait reads the socket on the rank thread ({@link #pollRead}). */
+  private final long pollMaxBytes = Long.getLong("treeline.tcpPollMaxBytes", 64 << 10);
   private final boolean deferCredits = Boolean.parseBoolean(
       System.getProperty("treeline.tcpDeferCredits", "true"));
   /** Links this rank owes credits on (the rank thread's, like the credits themselves). */
@@ -353,7 +355,7 @@ public final class PeerLinks implements NetworkLink {
       if (group != null) {
         throw watch.failed(phase, group);
       }
-      waiting = idleOrFail(l, deadline, phase, MESSAGE, lane, waiting);
+      waiting = idleOrFail(l, deadline, phase, MESSAGE, lane, waiting, bytes <= pollMaxBytes);
     }
     if (waiting) {
       idle.reset();
@@ -496,7 +498,7 @@ public final class PeerLinks implements NetworkLink {
     if (failed != null) {
       throw broken(l, phase, what + (lane >= 0 ? " on lane " + lane : ""), failed);
     }
-    return idleOrFail(l, deadline, phase, what, lane, waiting);
+    return idleOrFail(l, deadline, phase, what, lane, waiting, false);
   }
 
   private CollectiveException broken(Link l, String phase, String what, String failure) {
@@ -511,8 +513,13 @@ public final class PeerLinks implements NetworkLink {
    * from {@code select} and the hand-off between the two threads: Open MPI's TCP ranks read
    * their own sockets in their progress loop, and answered 4-64 KiB allreduces across two
    * loopback "nodes" in 15-35 us where Treeline took 58-91 (2-core VM, 2026-12-05). A
-   * non-blocking read of what the socket holds, never a wait. Opt-in ({@link #pollReads}): on a
-   * 2-core VM with 2 ranks, forced on, the two readers of a link took each other's core.
+   * non-blocking read of what the socket holds, never a wait. Only where the cores allow
+   * ({@link #pollReads}: on a 2-core VM with 2 ranks, forced on, the two readers of a link took
+   * each other's core) and only in the wait for a message of at most
+   * {@code -Dtreeline.tcpPollMaxBytes} (64 KiB): on 16 cores at 2x2 the rank thread reading
+   * every wait was 0.75-0.99x the receiver thread's time to 64 KiB but 1.12-1.37x from 256 KiB,
+   * where the transfer, not the hand-off, is the cost and the second reader only takes a core
+   * from the receiver (2026-12-06).
    */
   private void pollRead(Link l) {
     if (!pollReads || l.failure != null || !l.reading.compareAndSet(0, 1)) {
@@ -531,14 +538,14 @@ public final class PeerLinks implements NetworkLink {
   }
 
   /**
-   * Whether waiting rank threads read their sockets ({@link #pollRead}). Off unless
-   * {@code -Dtreeline.tcpPollRead} asks: {@code true} forces it, {@code auto} turns it on when
-   * every rank of this host (the ranks whose address is this rank's) and its receiver thread
-   * can have a core. Opt-in until it is measured where that holds (16 cores); on this 2-core VM
-   * it could only be measured forced, oversubscribed, and did not pay (2026-12-05).
+   * Whether waiting rank threads read their sockets ({@link #pollRead}).
+   * {@code -Dtreeline.tcpPollRead}: {@code auto} (the default) turns it on when every rank of
+   * this host (the ranks whose address is this rank's) and its receiver thread can have a core,
+   * so never on a 2-core VM with 2 ranks, where forced on it did not pay (2026-12-05);
+   * {@code true} and {@code false} force it.
    */
   static boolean pollReads(InetSocketAddress[] addresses, int rank, int cores) {
-    String mode = System.getProperty("treeline.tcpPollRead", "false");
+    String mode = System.getProperty("treeline.tcpPollRead", "auto");
     if (!mode.equals("auto")) {
       return Boolean.parseBoolean(mode);
     }
@@ -552,13 +559,18 @@ public final class PeerLinks implements NetworkLink {
     return 2L * here <= cores;
   }
 
-  /** One idle step of a wait on {@code l}; returns true (the wait is published). */
+  /**
+   * One idle step of a wait on {@code l}; returns true (the wait is published). {@code poll}:
+   * the wait is for a small message, which this thread may read itself ({@link #pollRead}).
+   */
   private boolean idleOrFail(Link l, long deadline, String phase, String what, int lane,
-      boolean waiting) {
+      boolean waiting, boolean poll) {
     if (!waiting && what != ROOM) {
       flushAllCredits(null, deadline, phase); // never wait while a peer may wait for a credit
     }
-    pollRead(l);
+    if (poll) {
+      pollRead(l);
+    }
     long now = System.nanoTime();
     if (!waiting) {
       watch.waiting(l.peer, phase, what, now);

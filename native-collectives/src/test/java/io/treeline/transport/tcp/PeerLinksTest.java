@@ -59,7 +59,8 @@ class PeerLinksTest {
     String saved = System.getProperty("treeline.tcpPollRead");
     System.clearProperty("treeline.tcpPollRead");
     try {
-      assertFalse(PeerLinks.pollReads(oneHere, 0, 64), "opt-in");
+      assertTrue(PeerLinks.pollReads(twoHere, 0, 4), "auto is the default");
+      assertFalse(PeerLinks.pollReads(twoHere, 0, 2), "auto is the default: 2 ranks, 2 cores");
       System.setProperty("treeline.tcpPollRead", "auto");
       assertTrue(PeerLinks.pollReads(twoHere, 0, 4), "2 ranks x 2 threads on 4 cores");
       assertFalse(PeerLinks.pollReads(twoHere, 0, 3), "4 threads on 3 cores");
