@@ -39,7 +39,8 @@ public record CommConfig(Duration timeout, PlanConfig plan, long segmentBytes, i
   public static CommConfig from(TreelineConf conf) {
     String a = conf.get(TreelineConf.ALGORITHM);
     return new CommConfig(conf.get(TreelineConf.TIMEOUT), PlanConfig.DEFAULT.withChunkBytes(
-        conf.get(TreelineConf.CHUNK_BYTES)), conf.get(TreelineConf.SEGMENT_BYTES),
+        conf.get(TreelineConf.CHUNK_BYTES)).withNetGrainBytes(
+        Math.toIntExact(conf.get(TreelineConf.NET_GRAIN_BYTES))), conf.get(TreelineConf.SEGMENT_BYTES),
         conf.get(TreelineConf.SLOTS_PER_LANE), a.equals("auto") ? null : Algorithm.parse(a),
         AlgorithmSelector.DEFAULT);
   }

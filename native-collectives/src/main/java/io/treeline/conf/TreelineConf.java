@@ -1,6 +1,7 @@
 package io.treeline.conf;
 
 import io.treeline.plan.Algorithm;
+import io.treeline.plan.PlanConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -62,6 +63,15 @@ public final class TreelineConf {
           + "smaller ones fill the pipeline sooner. Also the size of a network receive slot.")
       .bytesConf().check(b -> b >= 4096 && b <= (64L << 20), "must be 4 KiB .. 64 MiB")
       .createWithDefault(512L << 10);
+
+  public static final ConfEntry<Long> NET_GRAIN_BYTES = conf("spark.treeline.netGrainBytes")
+      .doc("Across nodes, the smallest piece of a message that one rank's slice or one of the "
+          + "two trees carries: an allreduce with less than this per rank of a node crosses on "
+          + "fewer ranks and on one tree, one network message a hop instead of one per rank and "
+          + "tree. A power of two, at most the chunk.")
+      .bytesConf().check(b -> b >= 64 && b <= (64L << 20) && Long.bitCount(b) == 1,
+          "must be a power of two, 64 B .. 64 MiB")
+      .createWithDefault((long) PlanConfig.DEFAULT_NET_GRAIN_BYTES);
 
   public static final ConfEntry<Integer> SLOTS_PER_LANE = conf("spark.treeline.slotsPerLane")
       .doc("Receive slots per network lane: how many chunks a sender may have in flight on one "

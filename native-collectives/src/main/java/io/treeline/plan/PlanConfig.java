@@ -7,11 +7,22 @@ package io.treeline.plan;
  * {@link TwoShot}'s reduce-scatter and all-gather are pipelined in chunks of about that many
  * bytes per slice (at most {@link TwoShot#MAX_CHUNKS}), so that peers copy a reduced chunk
  * while its owner reduces the next; 0 keeps the two phases whole (one barrier between them,
- * what the GPU path runs).
+ * what the GPU path runs). {@code netGrainBytes}: across nodes, the smallest piece of a message
+ * that a rank's slice or one of the two trees carries ({@link Hierarchical}): a message with
+ * less than that per local rank crosses on fewer ranks, and a slice of less than twice that on
+ * one tree, so a small allreduce sends one network message per hop instead of one per rank and
+ * tree.
  */
-public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes) {
+public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes, int netGrainBytes) {
+  /**
+   * The network grain of {@link #DEFAULT}. Measured across 2 simulated nodes on 16 cores
+   * (docs/BENCHMARKS.md, "The network grain").
+   */
+  public static final int DEFAULT_NET_GRAIN_BYTES = 64;
+
   /** 512 KiB chunks (NCCL's Simple protocol uses 512 KiB-1 MiB per step) and 64-byte alignment. */
-  public static final PlanConfig DEFAULT = new PlanConfig(512 * 1024, 64);
+  public static final PlanConfig DEFAULT = new PlanConfig(512 * 1024, 64, 0,
+      DEFAULT_NET_GRAIN_BYTES);
 
   /**
    * The host's two-shot pipelining unit: 1 MiB per slice chunk. Measured against whole phases
@@ -36,9 +47,9 @@ public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes) {
     return Math.max(0, Long.getLong("treeline.peerChunkBytes", 0));
   }
 
-  /** Whole intra-node phases ({@code peerChunkBytes} 0). */
+  /** Whole intra-node phases ({@code peerChunkBytes} 0), the network grain the alignment. */
   public PlanConfig(long chunkBytes, int alignBytes) {
-    this(chunkBytes, alignBytes, 0);
+    this(chunkBytes, alignBytes, 0, alignBytes);
   }
 
   public PlanConfig {
@@ -49,6 +60,10 @@ public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes) {
       throw new IllegalArgumentException("chunkBytes (" + chunkBytes
           + ") must be at least alignBytes (" + alignBytes + ")");
     }
+    if (netGrainBytes < alignBytes || Integer.bitCount(netGrainBytes) != 1) {
+      throw new IllegalArgumentException("netGrainBytes must be a power of two, at least "
+          + "alignBytes (" + alignBytes + "), got " + netGrainBytes);
+    }
     if (peerChunkBytes < 0) {
       throw new IllegalArgumentException("peerChunkBytes must be 0 (off) or positive, got "
           + peerChunkBytes);
@@ -56,17 +71,32 @@ public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes) {
   }
 
   public PlanConfig withChunkBytes(long chunk) {
-    return new PlanConfig(chunk, alignBytes, peerChunkBytes);
+    return new PlanConfig(chunk, alignBytes, peerChunkBytes, netGrainBytes);
   }
 
   /** The same knobs with two-shot pipelined in chunks of {@code bytes} (0: whole phases). */
   public PlanConfig withPeerChunkBytes(long bytes) {
-    return new PlanConfig(chunkBytes, alignBytes, bytes);
+    return new PlanConfig(chunkBytes, alignBytes, bytes, netGrainBytes);
+  }
+
+  /** The same knobs with the network grain {@code bytes}. */
+  public PlanConfig withNetGrainBytes(int bytes) {
+    return new PlanConfig(chunkBytes, alignBytes, peerChunkBytes, bytes);
   }
 
   /** Alignment in elements of {@code elementSize} bytes (at least 1). */
   public int alignElements(int elementSize) {
     return Math.max(1, alignBytes / elementSize);
+  }
+
+  /**
+   * The network grain in elements of {@code elementSize} bytes: a multiple of
+   * {@link #alignElements}, at most {@link #chunkElements} (a grain above the chunk is the
+   * chunk).
+   */
+  public int netGrainElements(int elementSize) {
+    int a = alignElements(elementSize);
+    return (int) Math.min(chunkElements(elementSize), Math.max(a, netGrainBytes / elementSize));
   }
 
   /** Chunk length in elements, a multiple of the alignment. */

@@ -25,6 +25,52 @@ class PlanShapeTest {
     }
   }
 
+  /**
+   * The network grain: a small message across nodes crosses on one rank of each node and one
+   * tree (a leaf's send up, the root's send down: 2 messages), a large one on every rank and
+   * both trees; the symbolic executor proves each plan, odd sizes and grains included.
+   */
+  @Test
+  void aSmallMessageAcrossNodesCrossesOnOneRankAndOneTreeALargeOneOnAll() {
+    Topology twoByTwo = Topology.uniform(2, 2);
+    PlanConfig grain4k = PlanConfig.DEFAULT.withNetGrainBytes(4096);
+    PlanConfig grain64 = PlanConfig.DEFAULT.withNetGrainBytes(64);
+    assertEquals(2, sends(Hierarchical.allReduce(twoByTwo, DataType.F32, 64, grain4k)));
+    assertEquals(2, sends(Hierarchical.allReduce(twoByTwo, DataType.F32, 1024, grain4k)));
+    assertEquals(8, sends(Hierarchical.allReduce(twoByTwo, DataType.F32, 64, grain64)),
+        "the alignment alone: 2 ranks x 2 trees x up and down");
+    // 8 KiB: 2 slices of 4 KiB, each on one tree; 64 KiB: 2 slices of 2 halves each
+    assertEquals(4, sends(Hierarchical.allReduce(twoByTwo, DataType.F32, 2048, grain4k)));
+    assertEquals(8, sends(Hierarchical.allReduce(twoByTwo, DataType.F32, 16384, grain4k)));
+    assertEquals(2, sends(Hierarchical.allReduce(Topology.uniform(2, 1), DataType.F32, 1024,
+        grain4k)), "one rank a node: one tree");
+    // one node: two-shot's slices stay on the alignment (its crossover was fit so)
+    assertEquals(Hierarchical.allReduce(Topology.uniform(1, 4), DataType.F32, 1000, grain64)
+        .steps(), Hierarchical.allReduce(Topology.uniform(1, 4), DataType.F32, 1000, grain4k)
+        .steps());
+    for (int grain : new int[] {64, 256, 4096, 16384, 1 << 20}) {
+      PlanConfig cfg = PlanConfig.DEFAULT.withChunkBytes(8192).withNetGrainBytes(grain);
+      for (Topology t : new Topology[] {twoByTwo, Topology.uniform(3, 4), Topology.of(3, 1, 2)}) {
+        for (long count : new long[] {0, 1, 7, 1021, 4099, 65521}) {
+          for (DataType type : new DataType[] {DataType.F32, DataType.BF16, DataType.F64}) {
+            io.treeline.plan.verify.SymbolicExecutor.verify(
+                Hierarchical.allReduce(t, type, count, cfg));
+          }
+        }
+      }
+    }
+    assertThrows(IllegalArgumentException.class, () -> PlanConfig.DEFAULT.withNetGrainBytes(96));
+    assertThrows(IllegalArgumentException.class, () -> PlanConfig.DEFAULT.withNetGrainBytes(32));
+  }
+
+  private static long sends(Plan p) {
+    long n = 0;
+    for (int r = 0; r < p.size(); r++) {
+      n += p.steps(r).stream().filter(s -> s instanceof Step.Send).count();
+    }
+    return n;
+  }
+
   @Test
   void oneShotAndTwoShotRefuseSeveralNodesAndSayWhatToUse() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,

@@ -31,8 +31,8 @@ import java.util.Map;
  * RANKS is a rank count (one node) or {@code NxG}: N simulated nodes of G ranks, all on this
  * host (the rows then name the system {@code treeline-NxG}). The system property
  * {@code peers.chunkBytes} (ranks inherit it through {@code JAVA_TOOL_OPTIONS}) sets the tree
- * plans' chunk and {@code peers.slotsPerLane} the network's receive slots per lane, for tuning
- * across nodes.
+ * plans' chunk, {@code peers.netGrainBytes} their network grain and {@code peers.slotsPerLane}
+ * the network's receive slots per lane, for tuning across nodes.
  * WARMUP untimed calls per size (default {@link #warmups}: a JVM needs a few thousand calls
  * before C2 has compiled the whole path, the Vector API's kernels included; the peers get the
  * same number), and then more in batches of that many until every rank has warmed the size
@@ -84,7 +84,9 @@ public final class PeerBench {
     String forced = System.getProperty("peers.algorithm");
     CommConfig cfg = CommConfig.DEFAULT.withTimeout(Duration.ofSeconds(120))
         .withPlan(PlanConfig.DEFAULT.withChunkBytes(
-            Long.getLong("peers.chunkBytes", PlanConfig.DEFAULT.chunkBytes())))
+            Long.getLong("peers.chunkBytes", PlanConfig.DEFAULT.chunkBytes()))
+            .withNetGrainBytes(Integer.getInteger("peers.netGrainBytes",
+                PlanConfig.DEFAULT.netGrainBytes())))
         .withSlotsPerLane(Integer.getInteger("peers.slotsPerLane",
             CommConfig.DEFAULT.slotsPerLane()))
         .withAlgorithm(forced == null ? null : Algorithm.parse(forced));
