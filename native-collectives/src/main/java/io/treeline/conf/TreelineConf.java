@@ -68,7 +68,7 @@ public final class TreelineConf {
       .doc("Across nodes, the smallest piece of a message that one rank's slice or one of the "
           + "two trees carries: an allreduce with less than this per rank of a node crosses on "
           + "fewer ranks and on one tree, one network message a hop instead of one per rank and "
-          + "tree. A power of two, at most the chunk.")
+          + "tree. A power of two; a grain above the chunk acts as the chunk.")
       .bytesConf().check(b -> b >= 64 && b <= (64L << 20) && Long.bitCount(b) == 1,
           "must be a power of two, 64 B .. 64 MiB")
       .createWithDefault((long) PlanConfig.DEFAULT_NET_GRAIN_BYTES);
