@@ -46,7 +46,11 @@ import org.junit.jupiter.api.io.TempDir;
  * threads of this JVM; local-cluster runs them in four executor JVMs, one of which halts.
  */
 class SparkFaultTest {
-  static final int N = 1021; // prime
+  /**
+   * Prime; 32 KiB of bf16 and more, so that rank 2 carries part of the message between the two
+   * simulated nodes at every type (below the network grain one rank of a node carries it all).
+   */
+  static final int N = 16381;
   static final DataType[] TYPES = {DataType.F32, DataType.F64, DataType.BF16};
   /** Errors the tasks of local[4] saw: they run in this JVM. */
   static final ConcurrentLinkedQueue<Failure> FAILURES = new ConcurrentLinkedQueue<>();

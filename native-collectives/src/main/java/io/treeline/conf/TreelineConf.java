@@ -68,9 +68,11 @@ public final class TreelineConf {
       .doc("Across nodes, the smallest piece of a message that one rank's slice or one of the "
           + "two trees carries: an allreduce with less than this per rank of a node crosses on "
           + "fewer ranks and on one tree, one network message a hop instead of one per rank and "
-          + "tree. A power of two; a grain above the chunk acts as the chunk.")
-      .bytesConf().check(b -> b >= 64 && b <= (64L << 20) && Long.bitCount(b) == 1,
-          "must be a power of two, 64 B .. 64 MiB")
+          + "tree. 0 (the default) divides 32 KiB among the ranks of a node (16 KiB at 2 ranks, "
+          + "4 KiB at 8), so that every rank and both trees carry a message from 64 KiB up. "
+          + "Otherwise a power of two; a grain above the chunk acts as the chunk.")
+      .bytesConf().check(b -> b == 0 || b >= 64 && b <= (64L << 20) && Long.bitCount(b) == 1,
+          "must be 0 (by ranks per node) or a power of two, 64 B .. 64 MiB")
       .createWithDefault((long) PlanConfig.DEFAULT_NET_GRAIN_BYTES);
 
   public static final ConfEntry<Integer> SLOTS_PER_LANE = conf("spark.treeline.slotsPerLane")

@@ -11,14 +11,25 @@ package io.treeline.plan;
  * that a rank's slice or one of the two trees carries ({@link Hierarchical}): a message with
  * less than that per local rank crosses on fewer ranks, and a slice of less than twice that on
  * one tree, so a small allreduce sends one network message per hop instead of one per rank and
- * tree.
+ * tree. A grain of {@link #AUTO_NET_GRAIN} (the default) is {@link #AUTO_NET_GRAIN_NODE_BYTES}
+ * divided among the ranks of the busiest node ({@link #netGrainElements(int, int)}).
  */
 public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes, int netGrainBytes) {
+  /** {@code netGrainBytes} that asks for the grain by ranks per node. */
+  public static final int AUTO_NET_GRAIN = 0;
+
   /**
-   * The network grain of {@link #DEFAULT}. Measured across 2 simulated nodes on 16 cores
-   * (docs/BENCHMARKS.md, "The network grain").
+   * The automatic grain's bytes per node: the grain is this divided by the ranks of the busiest
+   * node (rounded down to a power of two), so that a message crosses on one rank and one tree up
+   * to a grain, and on every rank and both trees from twice this many bytes, whatever the ranks
+   * per node (the plans from 64 KiB up are the alignment's). Measured across simulated nodes on
+   * 16 cores, 2026-12-07 07:36 UTC (docs/BENCHMARKS.md, "The automatic network grain"): 0.46-0.88x
+   * the alignment's median from 256 B to 4 KiB at 2x2, 2x4 and 4x2 (2x1: 0.84-0.95x).
    */
-  public static final int DEFAULT_NET_GRAIN_BYTES = 64;
+  public static final int AUTO_NET_GRAIN_NODE_BYTES = 32 * 1024;
+
+  /** The network grain of {@link #DEFAULT}: by ranks per node. */
+  public static final int DEFAULT_NET_GRAIN_BYTES = AUTO_NET_GRAIN;
 
   /** 512 KiB chunks (NCCL's Simple protocol uses 512 KiB-1 MiB per step) and 64-byte alignment. */
   public static final PlanConfig DEFAULT = new PlanConfig(512 * 1024, 64, 0,
@@ -60,9 +71,10 @@ public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes, i
       throw new IllegalArgumentException("chunkBytes (" + chunkBytes
           + ") must be at least alignBytes (" + alignBytes + ")");
     }
-    if (netGrainBytes < alignBytes || Integer.bitCount(netGrainBytes) != 1) {
-      throw new IllegalArgumentException("netGrainBytes must be a power of two, at least "
-          + "alignBytes (" + alignBytes + "), got " + netGrainBytes);
+    if (netGrainBytes != AUTO_NET_GRAIN
+        && (netGrainBytes < alignBytes || Integer.bitCount(netGrainBytes) != 1)) {
+      throw new IllegalArgumentException("netGrainBytes must be 0 (by ranks per node) or a power "
+          + "of two, at least alignBytes (" + alignBytes + "), got " + netGrainBytes);
     }
     if (peerChunkBytes < 0) {
       throw new IllegalArgumentException("peerChunkBytes must be 0 (off) or positive, got "
@@ -93,10 +105,28 @@ public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes, i
    * The network grain in elements of {@code elementSize} bytes: a multiple of
    * {@link #alignElements}, at most {@link #chunkElements} (a grain above the chunk is the
    * chunk).
+   *
+   * @param ranksPerNode ranks of the busiest node (what the automatic grain divides)
    */
-  public int netGrainElements(int elementSize) {
+  public int netGrainElements(int elementSize, int ranksPerNode) {
     int a = alignElements(elementSize);
-    return (int) Math.min(chunkElements(elementSize), Math.max(a, netGrainBytes / elementSize));
+    int bytes = netGrainBytes(ranksPerNode);
+    return (int) Math.min(chunkElements(elementSize), Math.max(a, bytes / elementSize));
+  }
+
+  /**
+   * The network grain in bytes for nodes of at most {@code ranksPerNode} ranks: the configured
+   * one, or for {@link #AUTO_NET_GRAIN} {@link #AUTO_NET_GRAIN_NODE_BYTES} / ranksPerNode
+   * rounded down to a power of two (at least the alignment).
+   */
+  public int netGrainBytes(int ranksPerNode) {
+    if (ranksPerNode < 1) {
+      throw new IllegalArgumentException("ranksPerNode must be at least 1, got " + ranksPerNode);
+    }
+    if (netGrainBytes != AUTO_NET_GRAIN) {
+      return netGrainBytes;
+    }
+    return Math.max(alignBytes, Integer.highestOneBit(AUTO_NET_GRAIN_NODE_BYTES / ranksPerNode));
   }
 
   /** Chunk length in elements, a multiple of the alignment. */

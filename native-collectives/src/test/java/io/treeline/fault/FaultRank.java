@@ -48,7 +48,10 @@ public final class FaultRank {
           code = 1;
           break;
         }
-        long n = 1021 + 512 * call; // odd sizes, a new one each call
+        // odd sizes, a new one each call, from 64 KiB of f32 (call 2: 17405): across nodes every
+        // rank and both trees carry it, so a fault at the network fires on any rank (below the
+        // network grain, one rank of a node does all of the network's work)
+        long n = 16381 + 512 * call;
         ByteBuffer in = Elements.direct(n, DataType.F32);
         for (int i = 0; i < n; i++) {
           Elements.put(in, i, CollectiveCheck.value(call, boot.rank(), i, DataType.F32,

@@ -48,7 +48,7 @@ class PlanShapeTest {
     assertEquals(Hierarchical.allReduce(Topology.uniform(1, 4), DataType.F32, 1000, grain64)
         .steps(), Hierarchical.allReduce(Topology.uniform(1, 4), DataType.F32, 1000, grain4k)
         .steps());
-    for (int grain : new int[] {64, 256, 4096, 16384, 1 << 20}) {
+    for (int grain : new int[] {PlanConfig.AUTO_NET_GRAIN, 64, 256, 4096, 16384, 1 << 20}) {
       PlanConfig cfg = PlanConfig.DEFAULT.withChunkBytes(8192).withNetGrainBytes(grain);
       for (Topology t : new Topology[] {twoByTwo, Topology.uniform(3, 4), Topology.of(3, 1, 2)}) {
         for (long count : new long[] {0, 1, 7, 1021, 4099, 65521}) {
@@ -61,6 +61,36 @@ class PlanShapeTest {
     }
     assertThrows(IllegalArgumentException.class, () -> PlanConfig.DEFAULT.withNetGrainBytes(96));
     assertThrows(IllegalArgumentException.class, () -> PlanConfig.DEFAULT.withNetGrainBytes(32));
+  }
+
+  /**
+   * The default grain divides 32 KiB among a node's ranks: one rank and one tree carry a message
+   * up to the grain, every rank and both trees from 64 KiB, whatever the ranks per node.
+   */
+  @Test
+  void theAutomaticGrainDividesThirtyTwoKibAmongTheRanksOfANode() {
+    PlanConfig auto = PlanConfig.DEFAULT;
+    assertEquals(PlanConfig.AUTO_NET_GRAIN, auto.netGrainBytes());
+    assertEquals(32768, auto.netGrainBytes(1));
+    assertEquals(16384, auto.netGrainBytes(2));
+    assertEquals(8192, auto.netGrainBytes(3), "rounded down to a power of two");
+    assertEquals(4096, auto.netGrainBytes(8));
+    assertEquals(64, auto.netGrainBytes(4096), "never below the alignment");
+    assertEquals(4096, auto.withNetGrainBytes(4096).netGrainBytes(2), "a set grain is kept");
+    assertEquals(16384 / 4, auto.netGrainElements(4, 2));
+    assertEquals(512 * 1024 / 4, auto.withChunkBytes(512 * 1024).withNetGrainBytes(1 << 20)
+        .netGrainElements(4, 2), "a grain above the chunk is the chunk");
+    assertThrows(IllegalArgumentException.class, () -> auto.netGrainBytes(0));
+    for (int perNode : new int[] {2, 4, 8}) {
+      Topology t = Topology.uniform(2, perNode);
+      long grainFloats = auto.netGrainBytes(perNode) / 4;
+      assertEquals(2, sends(Hierarchical.allReduce(t, DataType.F32, grainFloats, auto)),
+          perNode + " a node, one grain: one rank, one tree");
+      assertEquals(4L * perNode, sends(Hierarchical.allReduce(t, DataType.F32, 16384, auto)),
+          perNode + " a node, 64 KiB: every rank, both trees");
+      assertEquals(2L * perNode, sends(Hierarchical.allReduce(t, DataType.F32, 8192, auto)),
+          perNode + " a node, 32 KiB: every rank, one tree");
+    }
   }
 
   private static long sends(Plan p) {

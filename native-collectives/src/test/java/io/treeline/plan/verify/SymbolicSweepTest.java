@@ -22,8 +22,17 @@ import org.junit.jupiter.api.Test;
  * per node. Small chunks force several chunks in flight per tree.
  */
 class SymbolicSweepTest {
-  /** 4 KiB chunks of f32: 1024 elements, so the larger messages pipeline. */
-  private static final PlanConfig SMALL_CHUNKS = PlanConfig.DEFAULT.withChunkBytes(4096);
+  /**
+   * 4 KiB chunks of f32: 1024 elements, so the larger messages pipeline; the network grain is
+   * the alignment, so that the balance checks below hold to 64 B at these small sizes (a larger
+   * grain trades balance for fewer messages on purpose).
+   */
+  private static final PlanConfig SMALL_CHUNKS = PlanConfig.DEFAULT.withChunkBytes(4096)
+      .withNetGrainBytes(64);
+
+  /** The same chunks with the default grain (by ranks per node): correctness only. */
+  private static final PlanConfig SMALL_CHUNKS_AUTO_GRAIN = PlanConfig.DEFAULT
+      .withChunkBytes(4096);
 
   static List<Integer> nodeCounts() {
     TreeSet<Integer> s = new TreeSet<>();
@@ -63,10 +72,16 @@ class SymbolicSweepTest {
           if (nodes > 1) {
             assertTreeBalance(a, topo, count * 4, v);
           }
+          if (a == Algorithm.HIERARCHICAL && nodes > 1) {
+            steps += SymbolicExecutor.verify(a.allReduce(topo, DataType.F32, count,
+                SMALL_CHUNKS_AUTO_GRAIN)).steps();
+            plans++;
+          }
         }
       }
     }
-    System.out.printf("symbolic sweep: %d tree plans (%d node counts x 8 x 2 algorithms), "
+    System.out.printf("symbolic sweep: %d tree plans (%d node counts x 8 x 2 algorithms, and the "
+        + "default grain), "
         + "%d steps, %.1f s%n", plans, nodeCounts().size(), steps, (System.nanoTime() - t0) / 1e9);
   }
 
