@@ -66,15 +66,16 @@ done
 # scripts/device/spark-unpack.sh fills, else the carried runtime; else this build (also where
 # prepare.sh has left a .device-carry beside it) ------------------------------------------
 spark_root=${TREELINE_SPARK_STORE:-/tmp/treeline-spark}/root
-if ! command -v "${JAVA_HOME:+$JAVA_HOME/bin/}java" > /dev/null \
-    && [ -f "$spark_root/classpath.txt" ]; then
+have_java=0
+command -v "${JAVA_HOME:+$JAVA_HOME/bin/}java" > /dev/null && have_java=1
+if [ "$have_java" = 0 ] && [ -f "$spark_root/classpath.txt" ]; then
   # the GPU machine after scripts/device/spark-unpack.sh: Spark's runtime and classpath (with
   # Treeline's jars), so that treeAggregate runs there too
   JAVA=$spark_root/jre/bin/java
   CP=$(cat "$spark_root/classpath.txt")
   charts=0
   install=0
-elif ! command -v "${JAVA_HOME:+$JAVA_HOME/bin/}java" > /dev/null \
+elif [ "$have_java" = 0 ] \
     && { [ -f .device-carry/bundle.tar.xz ] || [ -x .device-carry/jre/bin/java ]; }; then
   # shellcheck source=../device/env.sh
   source scripts/device/env.sh

@@ -73,7 +73,7 @@ public final class TreelineConf {
           + "Otherwise a power of two; a grain above the chunk acts as the chunk.")
       .bytesConf().check(b -> b == 0 || b >= 64 && b <= (64L << 20) && Long.bitCount(b) == 1,
           "must be 0 (by ranks per node) or a power of two, 64 B .. 64 MiB")
-      .createWithDefault((long) PlanConfig.DEFAULT_NET_GRAIN_BYTES);
+      .createWithDefault((long) PlanConfig.DEFAULT.netGrainBytes());
 
   public static final ConfEntry<Integer> SLOTS_PER_LANE = conf("spark.treeline.slotsPerLane")
       .doc("Receive slots per network lane: how many chunks a sender may have in flight on one "

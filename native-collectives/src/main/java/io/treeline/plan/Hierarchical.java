@@ -19,9 +19,10 @@ import java.util.List;
  * makes it {@link DoubleBinaryTree} with one-rank chains.
  *
  * <p>Across nodes the slices and the trees' halves fall on multiples of the network grain
- * ({@link PlanConfig#netGrainElements(int, int)}), not only of the alignment: a message of 256 B over 2
- * nodes x 2 ranks was cut into 2 slices of 2 halves, 4 network messages a hop where one does,
- * and took 23-26 us where 64 B (one slice, one tree: the alignment left no more) took 15.
+ * ({@link PlanConfig#netGrainElements(int, int)}), not only of the alignment: a message of
+ * 256 B over 2 nodes x 2 ranks was cut into 2 slices of 2 halves, 4 network messages a hop
+ * where one does, and took 23-26 us where 64 B (one slice, one tree: the alignment left no
+ * more) took 15.
  */
 public final class Hierarchical {
   public static final String NAME = "hierarchical";
@@ -33,7 +34,8 @@ public final class Hierarchical {
     int nodes = topo.nodes();
     int slices = topo.maxLocalSize();
     // one node: two-shot, whose slices the alignment alone cuts (its crossover was fit so)
-    int align = nodes > 1 ? cfg.netGrainElements(type.size(), slices) : cfg.alignElements(type.size());
+    int align = nodes > 1 ? cfg.netGrainElements(type.size(), slices)
+        : cfg.alignElements(type.size());
     long chunk = cfg.chunkElements(type.size());
     TreeShape[] trees = {BinaryTrees.dtree(nodes, 0), BinaryTrees.dtree(nodes, 1)};
     List<Schedule> ranks = Schedule.forRanks(topo.size());

@@ -23,17 +23,17 @@ public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes, i
    * node (rounded down to a power of two), so that a message crosses on one rank and one tree up
    * to a grain, and on every rank and both trees from twice this many bytes, whatever the ranks
    * per node (the plans from 64 KiB up are the alignment's). Measured across simulated nodes on
-   * 16 cores, 2026-12-07 07:36 UTC (docs/BENCHMARKS.md, "The automatic network grain"): 0.46-0.88x
-   * the alignment's median from 256 B to 4 KiB at 2x2, 2x4 and 4x2 (2x1: 0.84-0.95x).
+   * 16 cores, 2026-12-07 07:36 UTC (docs/BENCHMARKS.md, "The automatic network grain"):
+   * 0.46-0.88x the alignment's median from 256 B to 4 KiB at 2x2, 2x4 and 4x2 (2x1:
+   * 0.84-0.95x).
    */
   public static final int AUTO_NET_GRAIN_NODE_BYTES = 32 * 1024;
 
-  /** The network grain of {@link #DEFAULT}: by ranks per node. */
-  public static final int DEFAULT_NET_GRAIN_BYTES = AUTO_NET_GRAIN;
-
-  /** 512 KiB chunks (NCCL's Simple protocol uses 512 KiB-1 MiB per step) and 64-byte alignment. */
-  public static final PlanConfig DEFAULT = new PlanConfig(512 * 1024, 64, 0,
-      DEFAULT_NET_GRAIN_BYTES);
+  /**
+   * 512 KiB chunks (NCCL's Simple protocol uses 512 KiB-1 MiB per step), 64-byte alignment and
+   * the network grain by ranks per node.
+   */
+  public static final PlanConfig DEFAULT = new PlanConfig(512 * 1024, 64, 0, AUTO_NET_GRAIN);
 
   /**
    * The host's two-shot pipelining unit: 1 MiB per slice chunk. Measured against whole phases
