@@ -2,8 +2,9 @@
 # Prepares .device-carry/ for the GPU machine, which has no Java, no Maven and no network:
 #   bundle.tar.xz  a jlink runtime (libjvm stripped), the classes of kernels (with the fatbin),
 #                  native-collectives, barrier-exec and examples, the tests of kernels and
-#                  native-collectives, JCuda with only its driver and runtime natives, and
-#                  JUnit's console launcher; env.sh unpacks it there on first use
+#                  native-collectives (with the JMH benchmarks), JCuda with only its driver and
+#                  runtime natives, JMH and JUnit's console launcher; env.sh unpacks it there on
+#                  first use
 #   data/          the four Fashion-MNIST .gz files (from /usr/share/datasets/fashion-mnist,
 #                  installed with apt-get install -y dataset-fashion-mnist when missing)
 # The device tool's carry holds 64 MiB in all; this script fails when the folder is larger.
@@ -22,7 +23,11 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 rm -rf "$carry" && mkdir -p "$carry/data" "$stage/lib"
 ./mvnw -q -B $mvn_opts -pl examples -am install -DskipTests
-./mvnw -q -B $mvn_opts -pl kernels,native-collectives test-compile
+# -Pjmh: native-collectives' test classes then hold the JMH benchmarks (run-jmh.sh)
+./mvnw -q -B $mvn_opts -Pjmh -pl kernels,native-collectives test-compile
+./mvnw -q -B $mvn_opts -Pjmh -pl native-collectives dependency:copy-dependencies \
+  -DincludeGroupIds=org.openjdk.jmh,net.sf.jopt-simple,org.apache.commons \
+  -DexcludeArtifactIds=jmh-generator-annprocess -DoutputDirectory="$stage/lib"
 ./mvnw -q -B $mvn_opts -pl kernels dependency:copy-dependencies -DincludeScope=runtime \
   -DoutputDirectory="$stage/lib"
 console() { ./mvnw -q -B "$@" dependency:copy -N -DoutputDirectory="$stage/lib" \

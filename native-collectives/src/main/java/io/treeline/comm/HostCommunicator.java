@@ -28,6 +28,7 @@ import io.treeline.plan.Slices;
 import io.treeline.plan.Topology;
 import io.treeline.plan.TreeBroadcast;
 import io.treeline.plan.TwoShot;
+import io.treeline.reduce.KernelWarmUp;
 import io.treeline.reduce.Reducer;
 import io.treeline.transport.TransportProvider;
 import io.treeline.transport.inprocess.InProcessTransport;
@@ -119,6 +120,9 @@ public final class HostCommunicator extends TypedForms implements Communicator {
     this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier,
         watch, ReduceThreads.forNode(local));
     this.staged = new StagedRunner(network, copier, planRank, watch);
+    // the reducer's Vector API kernels compiled before a rank first needs them (once a JVM):
+    // across nodes most ranks first reduce a network message at 16-64 KiB (KernelWarmUp)
+    KernelWarmUp.start(local);
     this.planConfig = config.plan().peerChunkBytes() > 0 ? config.plan()
         : config.plan().withPeerChunkBytes(PlanConfig.hostPeerChunkBytes(local));
     this.state = new CallState(rank, rank, "collective", reason -> {

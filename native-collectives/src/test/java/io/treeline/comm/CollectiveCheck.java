@@ -6,6 +6,7 @@ import io.treeline.core.HalfFloats;
 import io.treeline.core.ReduceOp;
 import io.treeline.plan.Algorithm;
 import io.treeline.plan.Slices;
+import io.treeline.reduce.KernelWarmUp;
 import io.treeline.testing.Elements;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -225,9 +226,10 @@ public final class CollectiveCheck {
   private static int treelineThreads() {
     int n = 0;
     for (Thread t : Thread.getAllStackTraces().keySet()) {
-      // the communicator's own threads; rank 0's store belongs to the bootstrap
+      // the communicator's own threads; rank 0's store belongs to the bootstrap, the kernel
+      // warm-up to the JVM (it ends by itself)
       if (t.getName().startsWith("treeline-") && !t.getName().startsWith("treeline-store")
-          && t.isAlive()) {
+          && !t.getName().equals(KernelWarmUp.THREAD) && t.isAlive()) {
         n++;
       }
     }

@@ -48,7 +48,10 @@ import java.util.Map;
  * launches RANKS JVMs on one simulated node (shared memory) and prints CSV rows
  * {@code system,dtype,ranks,bytes,iters,median_us,p99_us,wrong,first_us} from rank 0, where
  * first_us is the slowest rank's first call of the size, before its warm-up: what a new size
- * costs once (a plan, windows), after the sweep's earlier sizes warmed the JIT.
+ * costs once (a plan, windows), after the sweep's earlier sizes warmed the JIT. The system
+ * property {@code peers.trace=DIR} has every rank write {@code DIR/rank-R.txt}: its JVM uptime
+ * (ms, as {@code -Xlog}'s {@code uptime} decoration counts) at each size's first call, warm-up
+ * and timed calls, to line up with {@code -Xlog} files of class loading, compilation or GC.
  */
 public final class PeerBench {
   private PeerBench() {
@@ -108,6 +111,7 @@ public final class PeerBench {
           (args[0].contains("x") ? "treeline-" + args[0] : "treeline")
               + (registered ? "-registered" : ""));
       Window window = registered ? comm.reserveWindow(max) : null;
+      Trace trace = Trace.open(System.getProperty("peers.trace"), rank);
       for (long bytes = Math.max(min, type.size()); bytes <= max; bytes *= factor) {
         long count = bytes / type.size();
         int iters = iterations(bytes);
@@ -121,9 +125,12 @@ public final class PeerBench {
           type.put(in, i, 1 + rank % 5 + i % 3);
         }
         barrier(comm);
+        trace.mark(bytes, "first");
         long t1 = System.nanoTime();
         call.run();
-        double first = max(comm, (System.nanoTime() - t1) / 1e3);
+        long firstNanos = System.nanoTime() - t1;
+        trace.mark(bytes, "warm-up");
+        double first = max(comm, firstNanos / 1e3);
         int batch = Math.max(1, warmup >= 0 ? warmup : warmups(bytes));
         long warmFor = bytes == Math.max(min, type.size()) ? firstWarmNanos : warmNanos;
         long warmStart = System.nanoTime();
@@ -134,6 +141,7 @@ public final class PeerBench {
         } while (warmup < 0 && max(comm, System.nanoTime() - warmStart < warmFor ? 1 : 0) > 0);
         long[] each = new long[iters];
         barrier(comm);
+        trace.mark(bytes, "timed");
         for (int it = 0; it < iters; it++) {
           long t0 = System.nanoTime();
           call.run();
@@ -149,6 +157,7 @@ public final class PeerBench {
             wrong++;
           }
         }
+        trace.mark(bytes, "done");
         Arrays.sort(each);
         double median = max(comm, each[(iters - 1) / 2] / 1e3);
         double p99 = max(comm, each[(int) Math.ceil(0.99 * iters) - 1] / 1e3);
@@ -157,6 +166,26 @@ public final class PeerBench {
           System.out.printf(Locale.ROOT, "%s,%s,%d,%d,%d,%.3f,%.3f,%d,%.3f%n", system,
               type.name().toLowerCase(Locale.ROOT), n, bytes, iters, median, p99, wrong, first);
         }
+      }
+    }
+  }
+
+  /** A rank's timeline ({@code peers.trace}); marks nothing when the property is unset. */
+  private record Trace(java.io.PrintStream out) {
+    static Trace open(String dir, int rank) throws java.io.IOException {
+      if (dir == null) {
+        return new Trace(null);
+      }
+      java.nio.file.Path d = java.nio.file.Files.createDirectories(java.nio.file.Path.of(dir));
+      return new Trace(new java.io.PrintStream(java.nio.file.Files.newOutputStream(
+          d.resolve("rank-" + rank + ".txt")), true, java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    void mark(long bytes, String what) {
+      if (out != null) {
+        out.printf(Locale.ROOT, "%.3fs %d %s%n",
+            java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime() / 1e3, bytes,
+            what);
       }
     }
   }
