@@ -120,9 +120,6 @@ public final class HostCommunicator extends TypedForms implements Communicator {
     this.runner = new PlanRunner(memory, network, planRank, topology.maxLocalSize(), copier,
         watch, ReduceThreads.forNode(local));
     this.staged = new StagedRunner(network, copier, planRank, watch);
-    // the reducer's Vector API kernels compiled before a rank first needs them (once a JVM):
-    // across nodes most ranks first reduce a network message at 16-64 KiB (KernelWarmUp)
-    KernelWarmUp.start(local);
     this.planConfig = config.plan().peerChunkBytes() > 0 ? config.plan()
         : config.plan().withPeerChunkBytes(PlanConfig.hostPeerChunkBytes(local));
     this.state = new CallState(rank, rank, "collective", reason -> {
@@ -221,7 +218,19 @@ public final class HostCommunicator extends TypedForms implements Communicator {
       network = pendingNetwork.connect(new TransportProvider.Peers(topo, planOf[rank],
           networkAddrs, pids, barrier, timeout, watch));
       pendingNetwork = null;
-      return new HostCommunicator(bootstrap, config, topo, planOf, memory, network, watch);
+      // the reducer's Vector API kernels compiled before a rank first needs them (once a JVM;
+      // across nodes most ranks first reduce a network message at 16-64 KiB), where the host's
+      // ranks (simulated nodes too) leave cores to spare, and waited for before the first
+      // collective
+      KernelWarmUp.start(Math.max(topo.localSize(topo.node(planOf[rank])),
+          network.ranksOnThisHost()));
+      HostCommunicator comm = new HostCommunicator(bootstrap, config, topo, planOf, memory,
+          network, watch);
+      // a warm-up still running when the collectives start took their cores: 8 ranks on 16
+      // cores had 8 B at p99 49-209 us with it against 5-6 without (2026-12-07); bounded, so a
+      // busy machine's compile queue delays set-up by KernelWarmUp.WAIT at most
+      KernelWarmUp.await(KernelWarmUp.WAIT);
+      return comm;
     } catch (IOException | RuntimeException e) {
       if (network != null) {
         network.close();

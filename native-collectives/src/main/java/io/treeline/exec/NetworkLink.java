@@ -61,6 +61,14 @@ public interface NetworkLink extends AutoCloseable {
     return null;
   }
 
+  /**
+   * The ranks of the group on this rank's host, simulated nodes included, as far as this link
+   * can tell (TCP: the ranks that share this rank's address); 0 when it cannot.
+   */
+  default int ranksOnThisHost() {
+    return 0;
+  }
+
   /** Connections refused at this rank for a wrong secret or a bad frame. */
   default int refusedConnections() {
     return 0;

@@ -24,13 +24,14 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * loaded at that call ({@code -Xlog:class+load}) and the kernels ran boxed until compiled.
  *
  * <p>What: the two-input kernels of f32 and bf16 (SUM and a finished AVG, the gradient forms),
- * f64 SUM, and bf16 SUM of four inputs (the f32 scratch path), each over a mix of lengths (whole
- * blocks, tails, short calls: C2 compiling a kernel first from one long loop, an on-stack
- * replacement on a narrow profile, left it boxing for good in tests), until three rounds in a
- * row run at compiled speed ({@link #FAST_NANOS_PER_ELEMENT}) or {@link #BUDGET} passes.
- * The thread is a daemon, ends by itself (about 2 s of one core on an idle 2-core VM), and is
- * started by the first communicator of the JVM where the host has cores to spare ({@link
- * #start}). {@code
+ * f64 SUM and bf16 SUM of four inputs (the f32 scratch path), each over a mix of lengths (whole
+ * blocks, tails, short calls), until three rounds in a row run at compiled speed ({@link
+ * #FAST_NANOS_PER_ELEMENT}) or {@link #BUDGET} passes. The mix matters on JDK 17: C2 compiling
+ * a kernel first from one long loop (an on-stack replacement on a narrow profile) left it
+ * boxing for good in tests, and so did these kinds over short lengths only (bf16 AVG in 3 of 3
+ * JVMs). The thread is a daemon and ends by itself. The first communicator of the JVM starts it
+ * where the host has cores to spare ({@link #start}) once its transports are connected, and
+ * waits up to {@link #WAIT} for it before its first collective. {@code
  * -Dtreeline.warmUpKernels=false} turns it off (measuring what it saves).
  */
 public final class KernelWarmUp {
@@ -41,6 +42,11 @@ public final class KernelWarmUp {
    * element, interpreted or C1 ones (boxing) tens to hundreds.
    */
   static final double FAST_NANOS_PER_ELEMENT = 2.0;
+  /**
+   * A communicator's set-up waits this long at most for the warm-up before its first collective
+   * (the rest, if any, then runs beside the collectives).
+   */
+  public static final Duration WAIT = Duration.ofSeconds(2);
   /** The warm-up gives up after this long (a busy machine's compile queue). */
   static final Duration BUDGET = Duration.ofSeconds(10);
   /** Lengths of one round, in elements: tails, whole blocks, a short call, a long one. */
@@ -63,7 +69,7 @@ public final class KernelWarmUp {
    * first sizes' stall instead of ending it (4-16 B at 42-58 us medians against 1.0-1.4,
    * 2026-12-05, docs/BENCHMARKS.md). Returns at once.
    *
-   * @param ranksHere the ranks that share this host (this rank's node)
+   * @param ranksHere the ranks that share this host, simulated nodes included
    */
   public static void start(int ranksHere) {
     int cores = Runtime.getRuntime().availableProcessors();
@@ -85,9 +91,18 @@ public final class KernelWarmUp {
     t.start();
   }
 
-  /** Waits up to {@code timeout} for the warm-up; true when it has ended (or never started). */
-  public static boolean await(Duration timeout) throws InterruptedException {
-    return !STARTED.get() || DONE.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+  /**
+   * Waits up to {@code timeout} for the warm-up; true when it has ended (or never started). An
+   * interrupt ends the wait (the interrupt stays set) and returns false: the kernels then warm
+   * on, in the background.
+   */
+  public static boolean await(Duration timeout) {
+    try {
+      return !STARTED.get() || DONE.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
   }
 
   /** What the warm-up did: per kernel, the calls it took and whether it reached compiled speed. */

@@ -75,7 +75,7 @@ class KernelWarmUpTest {
    * bytes this thread allocates in its first 20 reduces of each kind (exit 1 when any allocated).
    */
   static final class FirstReduces {
-    public static void main(String[] args) throws InterruptedException {
+    public static void main(String[] args) {
       if (args[0].equals("warm")) {
         KernelWarmUp.start(1); // one rank: a core to spare on any machine of 2 or more
         if (!KernelWarmUp.await(Duration.ofSeconds(90))) {

@@ -103,9 +103,14 @@ public final class PeerBench {
     long warmNanos = Long.getLong("peers.warmMillis", WARM_MILLIS) * 1_000_000L;
     long firstWarmNanos = Math.max(warmNanos, Long.getLong("peers.warmFirstMillis",
         WARM_FIRST_MILLIS) * 1_000_000L);
+    long setUp = System.nanoTime();
     try (TcpStoreBootstrap boot = TcpStoreBootstrap.fromEnv(Duration.ofSeconds(120));
         HostCommunicator comm = HostCommunicator.create(boot, cfg)) {
       int rank = comm.rank();
+      if (rank == 0) { // into the log beside the CSV (peers.sh keeps every line of a run)
+        System.err.printf(Locale.ROOT, "# rank 0: set-up %.0f ms; kernel warm-up: %s%n",
+            (System.nanoTime() - setUp) / 1e6, io.treeline.reduce.KernelWarmUp.report());
+      }
       int n = comm.size();
       String system = System.getProperty("peers.system",
           (args[0].contains("x") ? "treeline-" + args[0] : "treeline")

@@ -106,7 +106,10 @@ final class Charts {
       time.getStyler().setYAxisLogarithmic(true);
       ratio.getStyler().setYAxisLogarithmic(true);
       ratio.getStyler().setYAxisDecimalPattern("0.###");
-      ratio.getStyler().setLegendPosition(Styler.LegendPosition.InsideSW);
+      // ratios span less than a decade: label 0.2, 0.3, ... 2, not only 1; the legend below
+      // the plot, where it hides no point (inside, it covered the lowest ratios)
+      ratio.getStyler().setYAxisLogarithmicDecadeOnly(false);
+      ratio.getStyler().setLegendPosition(Styler.LegendPosition.OutsideS);
       for (XYChart c : List.of(time, ratio)) {
         c.setCustomXAxisTickLabelsFormatter(Charts::log2Label);
       }

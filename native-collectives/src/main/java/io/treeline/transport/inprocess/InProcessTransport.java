@@ -292,6 +292,11 @@ public final class InProcessTransport {
     }
 
     @Override
+    public int ranksOnThisHost() {
+      return size; // every rank is a thread of this JVM
+    }
+
+    @Override
     public void beginCall(long sequence, CallDescriptor call) {
       this.sequence = sequence;
       this.call = call;

@@ -549,6 +549,11 @@ public final class PeerLinks implements NetworkLink {
     if (!mode.equals("auto")) {
       return Boolean.parseBoolean(mode);
     }
+    return 2L * ranksHere(addresses, rank) <= cores;
+  }
+
+  /** The ranks whose address is {@code rank}'s: this host's (simulated nodes included). */
+  static int ranksHere(InetSocketAddress[] addresses, int rank) {
     int here = 0;
     for (InetSocketAddress a : addresses) {
       if (a != null && addresses[rank] != null && a.getAddress() != null
@@ -556,7 +561,12 @@ public final class PeerLinks implements NetworkLink {
         here++;
       }
     }
-    return 2L * here <= cores;
+    return here;
+  }
+
+  @Override
+  public int ranksOnThisHost() {
+    return ranksHere(addresses, rank);
   }
 
   /**
