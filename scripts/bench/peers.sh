@@ -206,9 +206,12 @@ for k in $peer_ranks; do
     done
     if [ "$spark" = 1 ] && [ "$t" = f32 ] && [ "$spark_min" -le "$spark_max" ]; then
       echo "# spark treeAggregate, local[$k], $t" >&2
+      # everything it prints into a log beside the CSV: a failure's exception is then on record
       java_run "${spark_opens[@]}" io.treeline.examples.bench.TreeAggregateBench "$k" \
-        "$spark_min" "$spark_max" "$factor" 2>&1 | grep '^spark,' | tee -a "$csv" \
-        || echo "peers.sh: treeAggregate failed at $k" >&2
+        "$spark_min" "$spark_max" "$factor" > "$out/spark-$k.log" 2>&1 \
+        || { echo "peers.sh: treeAggregate failed at $k; its output: $out/spark-$k.log" >&2
+             grep -E 'Exception|Error' "$out/spark-$k.log" | head -5 >&2; }
+      grep '^spark,' "$out/spark-$k.log" | tee -a "$csv" || true
     fi
     if [ "$peers" = 1 ] && [ -n "$MPI_PYTHON" ] && [ "$t" = f32 ]; then
       echo "# mpi, $k ranks, $t" >&2
