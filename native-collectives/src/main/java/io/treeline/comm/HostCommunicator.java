@@ -10,6 +10,7 @@ import io.treeline.core.DataType;
 import io.treeline.core.Handle;
 import io.treeline.core.ReduceOp;
 import io.treeline.core.Slice;
+import io.treeline.core.Tuning;
 import io.treeline.exec.HostPeerMemory;
 import io.treeline.exec.HostStaging;
 import io.treeline.exec.FaultInjection;
@@ -964,7 +965,7 @@ public final class HostCommunicator extends TypedForms implements Communicator {
    * {@code -Dtreeline.directOutput=false} restores the copy out, for measuring its effect.
    */
   private static final boolean DIRECT_OUTPUT =
-      !"false".equals(System.getProperty("treeline.directOutput"));
+      Tuning.DIRECT_OUTPUT.getBoolean();
 
   private void runOne(Plan plan, Buffer in, long inIndex, Buffer out, long outIndex,
       long count, DataType type, ReduceOp op) {

@@ -173,6 +173,11 @@ public final class TreelineConf {
         .append("Read by processes started outside Spark (`./treeline run`, torchrun style); a ")
         .append("Spark job needs none of them.\n\n");
     TreelineEnv.table(b);
+    b.append("\n## JVM properties\n\n")
+        .append("Tuning knobs of the host path, kept for measuring their effect; the defaults are ")
+        .append("the measured choices (docs/BENCHMARKS.md). Pass them as `-D` options: Spark's ")
+        .append("`spark.executor.extraJavaOptions`, or `TREELINE_JAVA_OPTS` for `./treeline`.\n\n");
+    io.treeline.core.Tuning.table(b);
     return b.toString();
   }
 

@@ -3,6 +3,7 @@ package io.treeline.exec;
 import io.treeline.core.CollectiveException;
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
+import io.treeline.core.Tuning;
 import io.treeline.reduce.Reducer;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -34,8 +35,7 @@ public final class ReduceThreads implements AutoCloseable {
    * 16 / 64 MiB keep most of the gain (0.59 / 0.39). The system property
    * {@code treeline.reduceMinPartBytes} overrides it (measuring the effect).
    */
-  public static final long MIN_PART_BYTES = Long.getLong("treeline.reduceMinPartBytes",
-      1024 * 1024);
+  public static final long MIN_PART_BYTES = Tuning.REDUCE_MIN_PART_BYTES.getLong();
   /** How long a helper spins for the next part before it parks. */
   public static final long SPIN_NANOS = 50_000;
   /** The most threads (the caller included) one rank uses. */
@@ -56,9 +56,8 @@ public final class ReduceThreads implements AutoCloseable {
    * {@code treeline.reduceThreads} overrides it (tests, and measuring the effect).
    */
   public static int forNode(int localRanks) {
-    String forced = System.getProperty("treeline.reduceThreads");
-    if (forced != null && !forced.isBlank()) {
-      return Math.max(1, Math.min(MAX_THREADS, Integer.parseInt(forced.trim())));
+    if (!Tuning.REDUCE_THREADS.get().equals("auto")) {
+      return (int) Math.max(1, Math.min(MAX_THREADS, Tuning.REDUCE_THREADS.getLong()));
     }
     int cores = Runtime.getRuntime().availableProcessors();
     return Math.max(1, Math.min(MAX_THREADS, cores / Math.max(1, localRanks)));

@@ -1,5 +1,7 @@
 package io.treeline.plan;
 
+import io.treeline.core.Tuning;
+
 /**
  * Knobs that shape a plan. {@code chunkBytes}: the pipelining unit of tree and ring plans (a
  * message larger than that moves as several chunks in flight at once). {@code alignBytes}:
@@ -55,7 +57,7 @@ public record PlanConfig(long chunkBytes, int alignBytes, long peerChunkBytes, i
    * @return bytes per pipelined slice chunk, 0 for whole phases
    */
   public static long hostPeerChunkBytes(int localRanks) {
-    return Math.max(0, Long.getLong("treeline.peerChunkBytes", 0));
+    return Math.max(0, Tuning.PEER_CHUNK_BYTES.getLong());
   }
 
   /** Whole intra-node phases ({@code peerChunkBytes} 0), the network grain the alignment. */

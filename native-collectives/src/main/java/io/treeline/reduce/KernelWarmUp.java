@@ -2,6 +2,7 @@ package io.treeline.reduce;
 
 import io.treeline.core.DataType;
 import io.treeline.core.ReduceOp;
+import io.treeline.core.Tuning;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
@@ -73,7 +74,7 @@ public final class KernelWarmUp {
    */
   public static void start(int ranksHere) {
     int cores = Runtime.getRuntime().availableProcessors();
-    String off = !Boolean.parseBoolean(System.getProperty("treeline.warmUpKernels", "true"))
+    String off = !Tuning.WARM_UP_KERNELS.getBoolean()
         ? "-Dtreeline.warmUpKernels=false" : !Reducer.vectorAvailable()
         ? "no Vector API in this JVM" : 2L * ranksHere > cores ? ranksHere + " ranks on "
         + cores + " cores leave none to spare" : null;

@@ -3,6 +3,7 @@ package io.treeline.reduce;
 import io.treeline.core.DataType;
 import io.treeline.core.HalfFloats;
 import io.treeline.core.ReduceOp;
+import io.treeline.core.Tuning;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.DoubleVector;
@@ -63,7 +64,7 @@ public final class VectorReducer extends ArrayForms {
    * SIMD anyway. {@code treeline.vectorMinElements} overrides it (measuring the effect; 0 = the
    * kernels for every count).
    */
-  public static final long MIN_ELEMENTS = Long.getLong("treeline.vectorMinElements", 256);
+  public static final long MIN_ELEMENTS = Tuning.VECTOR_MIN_ELEMENTS.getLong();
 
   private final long minElements;
   private final HostReducer scalar = new HostReducer();

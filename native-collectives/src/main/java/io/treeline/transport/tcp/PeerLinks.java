@@ -3,6 +3,7 @@ package io.treeline.transport.tcp;
 import io.treeline.bootstrap.BootstrapException;
 import io.treeline.bootstrap.Handshake;
 import io.treeline.bootstrap.SecureAcceptor;
+import io.treeline.core.Tuning;
 import io.treeline.exec.BackoffIdleStrategy;
 import io.treeline.exec.CallDescriptor;
 import io.treeline.core.CallMismatchException;
@@ -98,9 +99,8 @@ public final class PeerLinks implements NetworkLink {
   private final BackoffIdleStrategy idle = BackoffIdleStrategy.defaults();
   private final boolean pollReads;
   /** The largest message whose wait reads the socket on the rank thread ({@link #pollRead}). */
-  private final long pollMaxBytes = Long.getLong("treeline.tcpPollMaxBytes", 64 << 10);
-  private final boolean deferCredits = Boolean.parseBoolean(
-      System.getProperty("treeline.tcpDeferCredits", "true"));
+  private final long pollMaxBytes = Tuning.TCP_POLL_MAX_BYTES.getLong();
+  private final boolean deferCredits = Tuning.TCP_DEFER_CREDITS.getBoolean();
   /** Links this rank owes credits on (the rank thread's, like the credits themselves). */
   private int owingLinks;
   private boolean flushing;
@@ -545,9 +545,8 @@ public final class PeerLinks implements NetworkLink {
    * {@code true} and {@code false} force it.
    */
   static boolean pollReads(InetSocketAddress[] addresses, int rank, int cores) {
-    String mode = System.getProperty("treeline.tcpPollRead", "auto");
-    if (!mode.equals("auto")) {
-      return Boolean.parseBoolean(mode);
+    if (!Tuning.TCP_POLL_READ.get().equals("auto")) {
+      return Tuning.TCP_POLL_READ.getBoolean();
     }
     return 2L * ranksHere(addresses, rank) <= cores;
   }
