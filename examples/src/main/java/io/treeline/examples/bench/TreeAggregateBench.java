@@ -36,7 +36,10 @@ public final class TreeAggregateBench {
     SparkConf conf = new SparkConf().setMaster("local[" + k + "]")
         .setAppName("treeAggregate bench").set("spark.ui.enabled", "false")
         .set("spark.driver.maxResultSize", "0")
-        .set("spark.serializer", "org.apache.spark.serializer.KryoSerializer");
+        .set("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        // a 64 MiB vector does not fit Kryo's default 64m buffer: local[8] failed with
+        // KRYO_BUFFER_OVERFLOW (2026-12-07), as an MLlib job with such vectors would
+        .set("spark.kryoserializer.buffer.max", "1g");
     try (JavaSparkContext sc = new JavaSparkContext(conf)) {
       sc.setLogLevel("ERROR");
       List<Integer> parts = new ArrayList<>();
