@@ -42,14 +42,14 @@ public final class KernelWarmUp {
    * A round faster than this per element is compiled code: compiled kernels take ~0.05-0.2 ns an
    * element, interpreted or C1 ones (boxing) tens to hundreds.
    */
-  static final double FAST_NANOS_PER_ELEMENT = 2.0;
+  private static final double FAST_NANOS_PER_ELEMENT = 2.0;
   /**
    * A communicator's set-up waits this long at most for the warm-up before its first collective
    * (the rest, if any, then runs beside the collectives).
    */
   public static final Duration WAIT = Duration.ofSeconds(2);
   /** The warm-up gives up after this long (a busy machine's compile queue). */
-  static final Duration BUDGET = Duration.ofSeconds(10);
+  private static final Duration BUDGET = Duration.ofSeconds(10);
   /** Lengths of one round, in elements: tails, whole blocks, a short call, a long one. */
   private static final int[] LENGTHS = {256, VectorReducer.BLOCK + 5, 1000,
       2 * VectorReducer.BLOCK, 4 * VectorReducer.BLOCK + 7, 300};
@@ -73,14 +73,10 @@ public final class KernelWarmUp {
    * @param ranksHere the ranks that share this host, simulated nodes included
    */
   public static void start(int ranksHere) {
-    int cores = Runtime.getRuntime().availableProcessors();
-    String off = !Tuning.WARM_UP_KERNELS.getBoolean()
-        ? "-Dtreeline.warmUpKernels=false" : !Reducer.vectorAvailable()
-        ? "no Vector API in this JVM" : 2L * ranksHere > cores ? ranksHere + " ranks on "
-        + cores + " cores leave none to spare" : null;
     if (!STARTED.compareAndSet(false, true)) {
       return;
     }
+    String off = whyOff(ranksHere, Runtime.getRuntime().availableProcessors());
     if (off != null) {
       report = "off (" + off + ")";
       DONE.countDown();
@@ -90,6 +86,20 @@ public final class KernelWarmUp {
     t.setDaemon(true);
     t.setPriority(Thread.MIN_PRIORITY);
     t.start();
+  }
+
+  /** Why the warm-up does not run here, or null when it does. */
+  private static String whyOff(int ranksHere, int cores) {
+    if (!Tuning.WARM_UP_KERNELS.getBoolean()) {
+      return "-D" + Tuning.WARM_UP_KERNELS.key() + "=false";
+    }
+    if (!Reducer.vectorAvailable()) {
+      return "no Vector API in this JVM";
+    }
+    if (2L * ranksHere > cores) {
+      return ranksHere + " ranks on " + cores + " cores leave none to spare";
+    }
+    return null;
   }
 
   /**
