@@ -25,7 +25,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * loaded at that call ({@code -Xlog:class+load}) and the kernels ran boxed until compiled.
  *
  * <p>What: the two-input kernels of f32 and bf16 (SUM and a finished AVG, the gradient forms),
- * f64 SUM and bf16 SUM of four inputs (the f32 scratch path), each over a mix of lengths (whole
+ * f64 SUM, bf16 SUM of four inputs, and the eight-input sums of a node's eight ranks (f32 SUM,
+ * bf16 finished AVG: the n-input kernels), each over a mix of lengths (whole
  * blocks, tails, short calls), until three rounds in a row run at compiled speed ({@link
  * #FAST_NANOS_PER_ELEMENT}) or {@link #BUDGET} passes. The mix matters on JDK 17: C2 compiling
  * a kernel first from one long loop (an on-stack replacement on a narrow profile) left it
@@ -50,9 +51,12 @@ public final class KernelWarmUp {
   public static final Duration WAIT = Duration.ofSeconds(2);
   /** The warm-up gives up after this long (a busy machine's compile queue). */
   private static final Duration BUDGET = Duration.ofSeconds(10);
-  /** Lengths of one round, in elements: tails, whole blocks, a short call, a long one. */
+  /**
+   * Lengths of one round, in elements: tails, whole blocks, a short call, a long one, and one
+   * past a block of more than two inputs.
+   */
   private static final int[] LENGTHS = {256, VectorReducer.BLOCK + 5, 1000,
-      2 * VectorReducer.BLOCK, 4 * VectorReducer.BLOCK + 7, 300};
+      2 * VectorReducer.BLOCK, 4 * VectorReducer.BLOCK + 7, 300, VectorReducer.WIDE_BLOCK + 5};
   private static final int ROUNDS_FAST = 3;
 
   private static final AtomicBoolean STARTED = new AtomicBoolean();
@@ -127,7 +131,8 @@ public final class KernelWarmUp {
       Kind[] kinds = {new Kind(DataType.F32, ReduceOp.SUM, 2), new Kind(DataType.F32,
           ReduceOp.AVG, 2), new Kind(DataType.BF16, ReduceOp.SUM, 2), new Kind(DataType.BF16,
           ReduceOp.AVG, 2), new Kind(DataType.BF16, ReduceOp.SUM, 4), new Kind(DataType.F64,
-          ReduceOp.SUM, 2)};
+          ReduceOp.SUM, 2), new Kind(DataType.F32, ReduceOp.SUM, 8), new Kind(DataType.BF16,
+          ReduceOp.AVG, 8)};
       // every kind in each round, as a rank mixes them: C2 then compiles each kernel from a
       // profile of mixed calls (one kernel warmed alone, then the next, left bf16's two-input
       // sum boxing in 3 of 3 JVMs on JDK 17.0.15)
@@ -189,11 +194,14 @@ public final class KernelWarmUp {
       this.out = ByteBuffer.allocateDirect(longest * type.size()).order(ByteOrder.nativeOrder());
     }
 
-    /** Every length once; true once {@link #ROUNDS_FAST} rounds in a row ran compiled. */
+    /**
+     * Every length once; true once {@link #ROUNDS_FAST} rounds in a row ran compiled. A kind
+     * that is fast runs on with the others: kinds share kernels (the n-input sums share their
+     * first and last passes), and a kernel deoptimised by another kind's calls (a failed
+     * profile predicate) and not yet compiled again would otherwise be left to a rank's first
+     * calls, boxing (bf16 SUM x4 after the eight-input kinds, 3 of 3 JVMs on JDK 17.0.15).
+     */
     boolean round(Reducer r) {
-      if (fast >= ROUNDS_FAST) {
-        return true;
-      }
       long t0 = System.nanoTime();
       for (int len : LENGTHS) {
         if (n == 2) {

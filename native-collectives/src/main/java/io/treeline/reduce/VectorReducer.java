@@ -24,8 +24,12 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <pre>
  *   2 inputs, f32/f64/i32/i64, and bf16 sum/avg:  dst = a op b             (one pass)
- *   bf16, other ops or more inputs:  every input widened into f32 scratch (acc1), combined
- *                                    into acc0 (in L1), which is rounded into dst once
+ *   f32 sum/avg, more inputs:  acc0 = a + b + c + d, acc0 += next three, ..., the last pass
+ *                              into dst (a pass per three inputs, each input read once)
+ *   bf16 sum/avg, more inputs: acc0 (f32) = the first two or four widened and added, acc0 +=
+ *                              the next three, ..., the last one added and rounded into dst
+ *   bf16, other ops:  every input widened into f32 scratch (acc1), combined into acc0, which
+ *                     is rounded into dst once
  * </pre>
  *
  * <p>Each op has its own loop so that the Vector API sees a constant operator (the JIT then
@@ -34,21 +38,42 @@ import jdk.incubator.vector.VectorSpecies;
  * i32/i64), which AVX2 has no instruction for; u8; and f16, whose vectorised conversion (written
  * and tested bit-exact in the same int-lane style) C2 on JDK 17 did not keep in registers when
  * f16 was the only type a JVM reduced (4 MiB allocated per 1 MiB call), so it was taken out.
- * And more than two f32/f64/i32/i64 inputs: each vector load or store through a ByteBuffer costs
- * JDK 17 a dozen instructions of checks, so where HostReducer's L1 array loops (one memcpy per
- * input block, then a loop C2 vectorises by itself) do the same work they are faster (JMH, 8
- * inputs: 0.26 vs 0.17 of memcpy at 1 MiB, 0.55 vs 0.47 at 32 MiB); the n-input code here stays
- * for bf16, whose widening HostReducer does one element at a time.
+ * And more than two f64/i32/i64 inputs, or f32 ones under PROD/MIN/MAX: each vector load or
+ * store through a ByteBuffer costs JDK 17 a dozen instructions of checks, so where HostReducer's
+ * L1 array loops (one memcpy per input block, then a loop C2 vectorises by itself) do the same
+ * work as a pairwise pass per input here they are faster (JMH, 8 inputs: 0.26 vs 0.17 of memcpy
+ * at 1 MiB, 0.55 vs 0.47 at 32 MiB). The f32 sum of more inputs reads up to four a pass and beats
+ * them (docs/BENCHMARKS.md, 2026-12-07).
  */
 public final class VectorReducer extends ArrayForms {
-  /** Elements per block: 8 KiB of f32 scratch per accumulator. */
+  /** Elements per block of two inputs: 8 KiB of f32. */
   public static final int BLOCK = 2048;
+  /**
+   * Elements per block of more inputs: 64 KiB of f32 scratch per accumulator (L2). The n-input
+   * sums run a pass per few inputs over a block, so a block is the length of each input's
+   * stream between jumps: at 2048 (8 KiB, L1) eight f32 inputs of 32 MiB reduced at 0.65-0.7x
+   * the speed they reach at 16384, bf16 at 0.9x, and nothing was slower in cache (JMH,
+   * 2026-12-07, docs/BENCHMARKS.md). Two inputs stream in one pass, where a block is only a
+   * loop's length, so they keep the shorter one.
+   */
+  public static final int WIDE_BLOCK = 16384;
 
   private static final ByteOrder NO = ByteOrder.nativeOrder();
   private static final VectorSpecies<Float> SF = FloatVector.SPECIES_PREFERRED;
   private static final VectorSpecies<Double> SD = DoubleVector.SPECIES_PREFERRED;
   private static final VectorSpecies<Integer> SI = IntVector.SPECIES_PREFERRED;
   private static final VectorSpecies<Long> SL = LongVector.SPECIES_PREFERRED;
+
+  static {
+    // Load DirectByteBufferR, the read-only subclass of DirectByteBuffer, before any kernel is
+    // compiled. C2 compiles a kernel assuming the class hierarchy it sees; while DirectByteBuffer
+    // has no loaded subclass it binds its methods as the only ones, and the first read-only
+    // direct buffer anywhere in the JVM (a test's JMX call, a library's asReadOnlyBuffer)
+    // invalidates every such kernel at once: they then run in C1 or the interpreter, boxing
+    // every vector, until compiled again. Found in the compiler log (dependency_failed,
+    // witness DirectByteBufferR) after a kernel warm-up, 2026-12-07.
+    ByteBuffer.allocateDirect(1).asReadOnlyBuffer();
+  }
 
   private static final int SUM = 0;
   private static final int PROD = 1;
@@ -78,8 +103,8 @@ public final class VectorReducer extends ArrayForms {
     this.minElements = minElements;
   }
   /** The f32 accumulator and operand of one bf16 block. */
-  private final ByteBuffer acc0 = ByteBuffer.allocateDirect(BLOCK * 4).order(NO);
-  private final ByteBuffer acc1 = ByteBuffer.allocateDirect(BLOCK * 4).order(NO);
+  private final ByteBuffer acc0 = ByteBuffer.allocateDirect(WIDE_BLOCK * 4).order(NO);
+  private final ByteBuffer acc1 = ByteBuffer.allocateDirect(WIDE_BLOCK * 4).order(NO);
 
   @Override
   public void reduce(DataType type, ReduceOp op, ByteBuffer[] src, long[] srcOffset, int n,
@@ -87,11 +112,13 @@ public final class VectorReducer extends ArrayForms {
     boolean divide = finish && op == ReduceOp.AVG && divisor != 1;
     boolean integerDivide = divide && (type == DataType.I32 || type == DataType.I64);
     if (type == DataType.U8 || type == DataType.F16 || (n == 1 && !divide) || integerDivide
-        || (type == DataType.I64 && op == ReduceOp.PROD) || (n > 2 && type != DataType.BF16)
+        || (type == DataType.I64 && op == ReduceOp.PROD)
+        || (n > 2 && type != DataType.BF16 && !(type == DataType.F32 && o(op) == SUM))
         || count < minElements) {
       // u8, f16 and memcpy; integer AVG and i64 PROD have no AVX2 instruction; more than two
-      // f32/f64/i32/i64 inputs run faster as the scalar reducer's array loops (see class doc);
-      // calls too short for the kernels' vector loops (MIN_ELEMENTS)
+      // f64/i32/i64 inputs, or f32 ones combined by other ops than sum, run faster as the
+      // scalar reducer's array loops (see class doc); calls too short for the kernels' vector
+      // loops (MIN_ELEMENTS)
       scalar.reduce(type, op, src, srcOffset, n, dst, dstOffset, count, finish, divisor);
       return;
     }
@@ -106,15 +133,11 @@ public final class VectorReducer extends ArrayForms {
     }
     DirectMemory.checkOrder(dst);
     DirectMemory.address(dst, dstOffset, bytes);
-    int o = switch (op) {
-      case SUM, AVG -> SUM;
-      case PROD -> PROD;
-      case MIN -> MIN;
-      case MAX -> MAX;
-    };
+    int o = o(op);
     float fdiv = divide ? divisor : 1f;
-    for (long done = 0; done < count; done += BLOCK) {
-      int len = (int) Math.min(BLOCK, count - done);
+    int block = n > 2 ? WIDE_BLOCK : BLOCK;
+    for (long done = 0; done < count; done += block) {
+      int len = (int) Math.min(block, count - done);
       int off = (int) (done * es);
       int d = (int) dstOffset + off;
       switch (type) {
@@ -128,6 +151,15 @@ public final class VectorReducer extends ArrayForms {
     }
   }
 
+  private static int o(ReduceOp op) {
+    return switch (op) {
+      case SUM, AVG -> SUM;
+      case PROD -> PROD;
+      case MIN -> MIN;
+      case MAX -> MAX;
+    };
+  }
+
   // ---- block drivers: which buffers each pass reads and writes ---------------------------
 
   private void blockF32(int o, ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst,
@@ -136,7 +168,11 @@ public final class VectorReducer extends ArrayForms {
       divF32(src[0], (int) so[0] + off, dst, d, len, div);
       return;
     }
-    f32(o, src[0], (int) so[0] + off, src[1], (int) so[1] + off, dst, d, len);
+    if (n > 2) {
+      sumF32(src, so, n, off, dst, d, len); // sum only (the others run HostReducer's loops)
+    } else {
+      f32(o, src[0], (int) so[0] + off, src[1], (int) so[1] + off, dst, d, len);
+    }
     if (divide) {
       divF32(dst, d, dst, d, len, div);
     }
@@ -154,6 +190,39 @@ public final class VectorReducer extends ArrayForms {
     }
   }
 
+  /**
+   * f32 sum of more than two inputs: up to four inputs a pass, the partial sum kept in acc0 (L1)
+   * between passes and the last pass writing dst, so each input is read once and the partial
+   * sum crosses L1 once per three inputs. Left to right, as HostReducer adds: ((a + b) + c) + d.
+   */
+  private void sumF32(ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst, int d,
+      int len) {
+    int k = Math.min(4, n);
+    ByteBuffer to = k == n ? dst : acc0;
+    int tO = k == n ? d : 0;
+    if (k == 3) {
+      add3F32(src[0], (int) so[0] + off, src[1], (int) so[1] + off, src[2], (int) so[2] + off,
+          to, tO, len);
+    } else {
+      add4F32(src[0], (int) so[0] + off, src[1], (int) so[1] + off, src[2], (int) so[2] + off,
+          src[3], (int) so[3] + off, to, tO, len);
+    }
+    while (k < n) {
+      int m = Math.min(3, n - k);
+      boolean last = k + m == n;
+      to = last ? dst : acc0;
+      tO = last ? d : 0;
+      switch (m) {
+        case 1 -> addF32(acc0, 0, src[k], (int) so[k] + off, to, tO, len);
+        case 2 -> add3F32(acc0, 0, src[k], (int) so[k] + off, src[k + 1],
+            (int) so[k + 1] + off, to, tO, len);
+        default -> add4F32(acc0, 0, src[k], (int) so[k] + off, src[k + 1],
+            (int) so[k + 1] + off, src[k + 2], (int) so[k + 2] + off, to, tO, len);
+      }
+      k += m;
+    }
+  }
+
   /** bf16: widen into acc0 (and acc1), combine in f32, round into dst once. */
   private void blockBf16(int o, ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst,
       int d, int len, boolean divide, float div) {
@@ -161,6 +230,10 @@ public final class VectorReducer extends ArrayForms {
       // every receive-and-reduce step, and AVG: one pass in registers, no scratch (4-10x the
       // scratch path)
       sumBf16(src[0], (int) so[0] + off, src[1], (int) so[1] + off, dst, d, len, divide, div);
+      return;
+    }
+    if (o == SUM) {
+      sumBf16(src, so, n, off, dst, d, len, divide, div);
       return;
     }
     widen(src[0], (int) so[0] + off, acc0, len);
@@ -206,6 +279,41 @@ public final class VectorReducer extends ArrayForms {
     }
     for (; i < len; i++) {
       d.putFloat(dO + 4 * i, a.getFloat(ao + 4 * i) + b.getFloat(bo + 4 * i));
+    }
+  }
+
+  // The n-input kernels below call the Vector API only, no helper of this class: a helper that
+  // takes or returns a vector and was compiled on its own before its caller (its compiled code
+  // past InlineSmallCode) is no longer inlined, and every vector crossing the call is boxed.
+
+  private static void add3F32(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer c, int co,
+      ByteBuffer d, int dO, int len) {
+    int i = 0;
+    for (int bound = SF.loopBound(len); i < bound; i += SF.length()) {
+      FloatVector.fromByteBuffer(SF, a, ao + 4 * i, NO)
+          .add(FloatVector.fromByteBuffer(SF, b, bo + 4 * i, NO))
+          .add(FloatVector.fromByteBuffer(SF, c, co + 4 * i, NO))
+          .intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putFloat(dO + 4 * i,
+          a.getFloat(ao + 4 * i) + b.getFloat(bo + 4 * i) + c.getFloat(co + 4 * i));
+    }
+  }
+
+  private static void add4F32(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer c, int co,
+      ByteBuffer e, int eo, ByteBuffer d, int dO, int len) {
+    int i = 0;
+    for (int bound = SF.loopBound(len); i < bound; i += SF.length()) {
+      FloatVector.fromByteBuffer(SF, a, ao + 4 * i, NO)
+          .add(FloatVector.fromByteBuffer(SF, b, bo + 4 * i, NO))
+          .add(FloatVector.fromByteBuffer(SF, c, co + 4 * i, NO))
+          .add(FloatVector.fromByteBuffer(SF, e, eo + 4 * i, NO))
+          .intoByteBuffer(d, dO + 4 * i, NO);
+    }
+    for (; i < len; i++) {
+      d.putFloat(dO + 4 * i, a.getFloat(ao + 4 * i) + b.getFloat(bo + 4 * i)
+          + c.getFloat(co + 4 * i) + e.getFloat(eo + 4 * i));
     }
   }
 
@@ -506,6 +614,179 @@ public final class VectorReducer extends ArrayForms {
       IntVector y = li(b, bo + 2 * i);
       packBf16(bf16Even(x).add(bf16Even(y)).div(div), bf16Odd(x).add(bf16Odd(y)).div(div))
           .intoByteBuffer(d, dO + 2 * i, NO);
+    }
+  }
+
+  /**
+   * bf16 sum of more than two inputs, one pass an input: the first two are widened and added
+   * into acc0 (f32, the widened layout), the middle ones widened and added into it one or two a
+   * pass, and the last one added and rounded (and divided) into dst. Left to right in f32 and
+   * rounded once, as HostReducer does.
+   */
+  private void sumBf16(ByteBuffer[] src, long[] so, int n, int off, ByteBuffer dst, int d,
+      int len, boolean divide, float div) {
+    int step = 2 * SF.length();
+    int bound = len - len % step;
+    int vb = SF.vectorByteSize();
+    int k;
+    if (n > 4) {
+      wsum4Bf16(src[0], (int) so[0] + off, src[1], (int) so[1] + off, src[2], (int) so[2] + off,
+          src[3], (int) so[3] + off, acc0, vb, bound);
+      k = 4;
+    } else {
+      wsum2Bf16(src[0], (int) so[0] + off, src[1], (int) so[1] + off, acc0, vb, bound);
+      k = 2;
+    }
+    while (k < n - 1) { // the middle inputs, up to three a pass; the last one rounds
+      switch (Math.min(3, n - 1 - k)) {
+        case 1 -> wacc1Bf16(acc0, vb, src[k], (int) so[k] + off, bound);
+        case 2 -> wacc2Bf16(acc0, vb, src[k], (int) so[k] + off, src[k + 1],
+            (int) so[k + 1] + off, bound);
+        default -> wacc3Bf16(acc0, vb, src[k], (int) so[k] + off, src[k + 1],
+            (int) so[k + 1] + off, src[k + 2], (int) so[k + 2] + off, bound);
+      }
+      k += Math.min(3, n - 1 - k);
+    }
+    if (divide) {
+      wlastDivBf16(acc0, vb, src[k], (int) so[k] + off, dst, d, bound, div);
+    } else {
+      wlastBf16(acc0, vb, src[k], (int) so[k] + off, dst, d, bound);
+    }
+    for (int i = bound; i < len; i++) { // the tail, in natural order
+      float r = 0f;
+      for (int j = 0; j < n; j++) {
+        float x = HalfFloats.bf16ToFloat(src[j].getShort((int) so[j] + off + 2 * i));
+        r = j == 0 ? x : r + x;
+      }
+      dst.putShort(d + 2 * i, HalfFloats.floatToBf16(divide ? r / div : r));
+    }
+  }
+
+  /** acc = widen(a) + widen(b) over {@code len} elements, a multiple of 2 x SF.length(). */
+  private static void wsum2Bf16(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer acc,
+      int vb, int len) {
+    for (int i = 0; i < len; i += 2 * SF.length()) {
+      IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
+      IntVector y = IntVector.fromByteBuffer(SI, b, bo + 2 * i, NO);
+      x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats()
+          .add(y.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .intoByteBuffer(acc, 4 * i, NO);
+      x.and(0xFFFF_0000).reinterpretAsFloats()
+          .add(y.and(0xFFFF_0000).reinterpretAsFloats())
+          .intoByteBuffer(acc, 4 * i + vb, NO);
+    }
+  }
+
+  /** acc = ((widen(a) + widen(b)) + widen(c)) + widen(e). */
+  private static void wsum4Bf16(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer c,
+      int co, ByteBuffer e, int eo, ByteBuffer acc, int vb, int len) {
+    for (int i = 0; i < len; i += 2 * SF.length()) {
+      IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
+      IntVector y = IntVector.fromByteBuffer(SI, b, bo + 2 * i, NO);
+      IntVector z = IntVector.fromByteBuffer(SI, c, co + 2 * i, NO);
+      IntVector w = IntVector.fromByteBuffer(SI, e, eo + 2 * i, NO);
+      x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats()
+          .add(y.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .add(z.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .add(w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .intoByteBuffer(acc, 4 * i, NO);
+      x.and(0xFFFF_0000).reinterpretAsFloats()
+          .add(y.and(0xFFFF_0000).reinterpretAsFloats())
+          .add(z.and(0xFFFF_0000).reinterpretAsFloats())
+          .add(w.and(0xFFFF_0000).reinterpretAsFloats())
+          .intoByteBuffer(acc, 4 * i + vb, NO);
+    }
+  }
+
+  /** acc = ((acc + widen(a)) + widen(b)) + widen(c). */
+  private static void wacc3Bf16(ByteBuffer acc, int vb, ByteBuffer a, int ao, ByteBuffer b,
+      int bo, ByteBuffer c, int co, int len) {
+    for (int i = 0; i < len; i += 2 * SF.length()) {
+      IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
+      IntVector y = IntVector.fromByteBuffer(SI, b, bo + 2 * i, NO);
+      IntVector z = IntVector.fromByteBuffer(SI, c, co + 2 * i, NO);
+      FloatVector.fromByteBuffer(SF, acc, 4 * i, NO)
+          .add(x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .add(y.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .add(z.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .intoByteBuffer(acc, 4 * i, NO);
+      FloatVector.fromByteBuffer(SF, acc, 4 * i + vb, NO)
+          .add(x.and(0xFFFF_0000).reinterpretAsFloats())
+          .add(y.and(0xFFFF_0000).reinterpretAsFloats())
+          .add(z.and(0xFFFF_0000).reinterpretAsFloats())
+          .intoByteBuffer(acc, 4 * i + vb, NO);
+    }
+  }
+
+  /** acc = acc + widen(a). */
+  private static void wacc1Bf16(ByteBuffer acc, int vb, ByteBuffer a, int ao, int len) {
+    for (int i = 0; i < len; i += 2 * SF.length()) {
+      IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
+      FloatVector.fromByteBuffer(SF, acc, 4 * i, NO)
+          .add(x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .intoByteBuffer(acc, 4 * i, NO);
+      FloatVector.fromByteBuffer(SF, acc, 4 * i + vb, NO)
+          .add(x.and(0xFFFF_0000).reinterpretAsFloats())
+          .intoByteBuffer(acc, 4 * i + vb, NO);
+    }
+  }
+
+  /** acc = (acc + widen(a)) + widen(b). */
+  private static void wacc2Bf16(ByteBuffer acc, int vb, ByteBuffer a, int ao, ByteBuffer b,
+      int bo, int len) {
+    for (int i = 0; i < len; i += 2 * SF.length()) {
+      IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
+      IntVector y = IntVector.fromByteBuffer(SI, b, bo + 2 * i, NO);
+      FloatVector.fromByteBuffer(SF, acc, 4 * i, NO)
+          .add(x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .add(y.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .intoByteBuffer(acc, 4 * i, NO);
+      FloatVector.fromByteBuffer(SF, acc, 4 * i + vb, NO)
+          .add(x.and(0xFFFF_0000).reinterpretAsFloats())
+          .add(y.and(0xFFFF_0000).reinterpretAsFloats())
+          .intoByteBuffer(acc, 4 * i + vb, NO);
+    }
+  }
+
+  /**
+   * d = round(acc + widen(a)): the rounding of {@link #f32ToBf16} written out for the even and
+   * the odd half, which are packed into one int lane again.
+   */
+  private static void wlastBf16(ByteBuffer acc, int vb, ByteBuffer a, int ao, ByteBuffer d,
+      int dO, int len) {
+    for (int i = 0; i < len; i += 2 * SF.length()) {
+      IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
+      IntVector e = FloatVector.fromByteBuffer(SF, acc, 4 * i, NO)
+          .add(x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats()).reinterpretAsInts();
+      IntVector od = FloatVector.fromByteBuffer(SF, acc, 4 * i + vb, NO)
+          .add(x.and(0xFFFF_0000).reinterpretAsFloats()).reinterpretAsInts();
+      IntVector eh = e.lanewise(VectorOperators.LSHR, 16);
+      IntVector oh = od.lanewise(VectorOperators.LSHR, 16);
+      IntVector er = e.add(0x7FFF).add(eh.and(1)).lanewise(VectorOperators.LSHR, 16)
+          .blend(eh.or(0x40), e.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+      IntVector or = od.add(0x7FFF).add(oh.and(1)).lanewise(VectorOperators.LSHR, 16)
+          .blend(oh.or(0x40), od.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+      er.or(or.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(d, dO + 2 * i, NO);
+    }
+  }
+
+  /** d = round((acc + widen(a)) / div), as {@link #wlastBf16}. */
+  private static void wlastDivBf16(ByteBuffer acc, int vb, ByteBuffer a, int ao, ByteBuffer d,
+      int dO, int len, float div) {
+    for (int i = 0; i < len; i += 2 * SF.length()) {
+      IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
+      IntVector e = FloatVector.fromByteBuffer(SF, acc, 4 * i, NO)
+          .add(x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats()).div(div)
+          .reinterpretAsInts();
+      IntVector od = FloatVector.fromByteBuffer(SF, acc, 4 * i + vb, NO)
+          .add(x.and(0xFFFF_0000).reinterpretAsFloats()).div(div).reinterpretAsInts();
+      IntVector eh = e.lanewise(VectorOperators.LSHR, 16);
+      IntVector oh = od.lanewise(VectorOperators.LSHR, 16);
+      IntVector er = e.add(0x7FFF).add(eh.and(1)).lanewise(VectorOperators.LSHR, 16)
+          .blend(eh.or(0x40), e.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+      IntVector or = od.add(0x7FFF).add(oh.and(1)).lanewise(VectorOperators.LSHR, 16)
+          .blend(oh.or(0x40), od.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+      er.or(or.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(d, dO + 2 * i, NO);
     }
   }
 

@@ -14,11 +14,13 @@ final class Allocations {
   private Allocations() {
   }
 
-  /** Every type x op, 2 and 4 inputs, AVG finished: after warm-up no call allocates a byte. */
+  /**
+   * Every type x op, 2, 4 and 8 inputs, AVG finished: after warm-up no call allocates a byte.
+   */
   static void assertReduceAllocatesNothing(Reducer reducer) {
     com.sun.management.ThreadMXBean mx =
         (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-    int n = 4;
+    int n = 8;
     long count = 100_003;
     ByteBuffer[] in = new ByteBuffer[n];
     long[] offs = new long[n];
@@ -42,10 +44,11 @@ final class Allocations {
           long before = mx.getThreadAllocatedBytes(tid);
           for (int i = 0; i < 20; i++) {
             reducer.reduce(t, op, in, offs, n, out, 0, count / t.size(), true, n);
+            reducer.reduce(t, op, in, offs, 4, out, 0, count / t.size(), true, 4);
             reducer.reduce(t, op, in, offs, 2, out, 0, count / t.size(), true, 2);
           }
           long allocated = mx.getThreadAllocatedBytes(tid) - before;
-          // 40 reduce calls; one boxed vector per call would exceed this
+          // 60 reduce calls; one boxed vector per call would exceed this
           if (allocated >= 256) {
             culprits.append(' ').append(t).append('/').append(op).append(": ").append(allocated);
           }

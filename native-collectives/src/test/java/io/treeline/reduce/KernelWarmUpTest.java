@@ -26,7 +26,8 @@ class KernelWarmUpTest {
   private static final Object[][] KINDS = {{DataType.F32, ReduceOp.SUM, 2},
       {DataType.F32, ReduceOp.AVG, 2}, {DataType.BF16, ReduceOp.SUM, 2},
       {DataType.BF16, ReduceOp.AVG, 2}, {DataType.BF16, ReduceOp.SUM, 4},
-      {DataType.F64, ReduceOp.SUM, 2}};
+      {DataType.F64, ReduceOp.SUM, 2}, {DataType.F32, ReduceOp.SUM, 8},
+      {DataType.BF16, ReduceOp.AVG, 8}};
 
   @Test
   void afterTheWarmUpAThreadsFirstReducesAllocateNothing() throws Exception {
@@ -88,7 +89,7 @@ class KernelWarmUpTest {
           (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
       long tid = Thread.currentThread().getId();
       Reducer r = Reducer.create();
-      long count = 4099; // two whole blocks and a tail
+      long count = VectorReducer.WIDE_BLOCK + 4099; // whole blocks and a tail
       StringBuilder culprits = new StringBuilder();
       for (Object[] k : KINDS) {
         DataType t = (DataType) k[0];

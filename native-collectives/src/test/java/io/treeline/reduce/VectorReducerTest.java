@@ -22,7 +22,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class VectorReducerTest {
   /** Around the vector length (8 f32 lanes on AVX2), the block (2048) and odd primes. */
   private static final long[] SIZES = {0, 1, 3, 7, 8, 9, 31, 255, 256, 257, 2047, 2048, 2049,
-      4099, 6151};
+      4099, 6151, VectorReducer.WIDE_BLOCK + 9}; // the last: past an n-input block
 
   @Test
   void createPicksTheVectorReducerWhenTheModuleIsLoaded() {
