@@ -762,10 +762,12 @@ public final class VectorReducer extends ArrayForms {
           .add(x.and(0xFFFF_0000).reinterpretAsFloats()).reinterpretAsInts();
       IntVector eh = e.lanewise(VectorOperators.LSHR, 16);
       IntVector oh = od.lanewise(VectorOperators.LSHR, 16);
-      IntVector er = e.add(0x7FFF).add(eh.and(1)).lanewise(VectorOperators.LSHR, 16)
-          .blend(eh.or(0x40), e.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
-      IntVector or = od.add(0x7FFF).add(oh.and(1)).lanewise(VectorOperators.LSHR, 16)
-          .blend(oh.or(0x40), od.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+      IntVector er = e.add(0x7FFF).add(eh.and(1)).lanewise(VectorOperators.LSHR, 16);
+      er = er.lanewise(VectorOperators.XOR, er.lanewise(VectorOperators.XOR, eh.or(0x40))
+          .and(e.and(0x7FFF_FFFF).neg().add(0x7F80_0000).lanewise(VectorOperators.ASHR, 31)));
+      IntVector or = od.add(0x7FFF).add(oh.and(1)).lanewise(VectorOperators.LSHR, 16);
+      or = or.lanewise(VectorOperators.XOR, or.lanewise(VectorOperators.XOR, oh.or(0x40))
+          .and(od.and(0x7FFF_FFFF).neg().add(0x7F80_0000).lanewise(VectorOperators.ASHR, 31)));
       er.or(or.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(d, dO + 2 * i, NO);
     }
   }
@@ -782,10 +784,12 @@ public final class VectorReducer extends ArrayForms {
           .add(x.and(0xFFFF_0000).reinterpretAsFloats()).div(div).reinterpretAsInts();
       IntVector eh = e.lanewise(VectorOperators.LSHR, 16);
       IntVector oh = od.lanewise(VectorOperators.LSHR, 16);
-      IntVector er = e.add(0x7FFF).add(eh.and(1)).lanewise(VectorOperators.LSHR, 16)
-          .blend(eh.or(0x40), e.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
-      IntVector or = od.add(0x7FFF).add(oh.and(1)).lanewise(VectorOperators.LSHR, 16)
-          .blend(oh.or(0x40), od.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+      IntVector er = e.add(0x7FFF).add(eh.and(1)).lanewise(VectorOperators.LSHR, 16);
+      er = er.lanewise(VectorOperators.XOR, er.lanewise(VectorOperators.XOR, eh.or(0x40))
+          .and(e.and(0x7FFF_FFFF).neg().add(0x7F80_0000).lanewise(VectorOperators.ASHR, 31)));
+      IntVector or = od.add(0x7FFF).add(oh.and(1)).lanewise(VectorOperators.LSHR, 16);
+      or = or.lanewise(VectorOperators.XOR, or.lanewise(VectorOperators.XOR, oh.or(0x40))
+          .and(od.and(0x7FFF_FFFF).neg().add(0x7F80_0000).lanewise(VectorOperators.ASHR, 31)));
       er.or(or.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(d, dO + 2 * i, NO);
     }
   }
@@ -803,12 +807,20 @@ public final class VectorReducer extends ArrayForms {
         .or(f32ToBf16(odd.reinterpretAsInts()).lanewise(VectorOperators.LSHL, 16));
   }
 
-  /** f32 bits to bf16 bits in the low 16 of each lane: round to nearest even, NaN quiet. */
+  /**
+   * f32 bits to bf16 bits in the low 16 of each lane: round to nearest even, NaN quiet. The NaN
+   * lanes are picked with integer arithmetic, not a compare and blend: {@code 0x7F800000 - |x|}
+   * is negative exactly for NaN, and its sign shifted across the lane selects. The mask form
+   * (a {@code VectorMask}) left the bf16 kernels boxing for good in some JVMs on JDK 17 under
+   * load; this form has no mask to box.
+   */
   private static IntVector f32ToBf16(IntVector bits) {
-    IntVector lsb = bits.lanewise(VectorOperators.LSHR, 16).and(1);
-    IntVector rounded = bits.add(0x7FFF).add(lsb).lanewise(VectorOperators.LSHR, 16);
-    IntVector nan = bits.lanewise(VectorOperators.LSHR, 16).or(0x40);
-    return rounded.blend(nan, bits.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+    IntVector high = bits.lanewise(VectorOperators.LSHR, 16);
+    IntVector rounded = bits.add(0x7FFF).add(high.and(1)).lanewise(VectorOperators.LSHR, 16);
+    IntVector nan = bits.and(0x7FFF_FFFF).neg().add(0x7F80_0000)
+        .lanewise(VectorOperators.ASHR, 31);
+    return rounded.lanewise(VectorOperators.XOR,
+        rounded.lanewise(VectorOperators.XOR, high.or(0x40)).and(nan));
   }
 
   // ---- loads ------------------------------------------------------------------------------
