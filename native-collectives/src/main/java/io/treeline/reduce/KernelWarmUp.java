@@ -120,7 +120,10 @@ public final class KernelWarmUp {
     }
   }
 
-  /** What the warm-up did: per kernel, the calls it took and whether it reached compiled speed. */
+  /**
+   * What the warm-up did: its rounds and time (every kind runs each round), and each kind, marked
+   * where it did not reach compiled speed.
+   */
   public static String report() {
     return report;
   }
@@ -170,7 +173,6 @@ public final class KernelWarmUp {
     final ByteBuffer out;
     final long elements;
     int fast;
-    int rounds;
 
     Kind(DataType type, ReduceOp op, int n) {
       this.type = type;
@@ -210,15 +212,14 @@ public final class KernelWarmUp {
           r.reduce(type, op, in, offsets, n, out, 0, len, true, n);
         }
       }
-      rounds++;
       fast = System.nanoTime() - t0 < FAST_NANOS_PER_ELEMENT * elements ? fast + 1 : 0;
       return fast >= ROUNDS_FAST;
     }
 
     @Override
     public String toString() {
-      return type.name().toLowerCase(java.util.Locale.ROOT) + " " + op + " x" + n + " "
-          + rounds + (fast >= ROUNDS_FAST ? "" : " (not yet compiled)");
+      return type.name().toLowerCase(java.util.Locale.ROOT) + " " + op + " x" + n
+          + (fast >= ROUNDS_FAST ? "" : " (not yet compiled)");
     }
   }
 }

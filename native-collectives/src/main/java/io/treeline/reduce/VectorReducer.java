@@ -111,9 +111,10 @@ public final class VectorReducer extends ArrayForms {
       ByteBuffer dst, long dstOffset, long count, boolean finish, int divisor) {
     boolean divide = finish && op == ReduceOp.AVG && divisor != 1;
     boolean integerDivide = divide && (type == DataType.I32 || type == DataType.I64);
+    int o = o(op);
     if (type == DataType.U8 || type == DataType.F16 || (n == 1 && !divide) || integerDivide
         || (type == DataType.I64 && op == ReduceOp.PROD)
-        || (n > 2 && type != DataType.BF16 && !(type == DataType.F32 && o(op) == SUM))
+        || (n > 2 && type != DataType.BF16 && !(type == DataType.F32 && o == SUM))
         || count < minElements) {
       // u8, f16 and memcpy; integer AVG and i64 PROD have no AVX2 instruction; more than two
       // f64/i32/i64 inputs, or f32 ones combined by other ops than sum, run faster as the
@@ -133,7 +134,6 @@ public final class VectorReducer extends ArrayForms {
     }
     DirectMemory.checkOrder(dst);
     DirectMemory.address(dst, dstOffset, bytes);
-    int o = o(op);
     float fdiv = divide ? divisor : 1f;
     int block = n > 2 ? WIDE_BLOCK : BLOCK;
     for (long done = 0; done < count; done += block) {
