@@ -38,6 +38,7 @@ import io.treeline.transport.tcp.TcpTransport;
 import java.io.IOException;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -967,11 +968,28 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   private static final boolean DIRECT_OUTPUT =
       Tuning.DIRECT_OUTPUT.getBoolean();
 
+  /**
+   * Whether a caller's direct ByteBuffer input stands in for this rank's registered INPUT where
+   * the peers do not read it ({@link PlanRunner#directInput}); {@code
+   * -Dtreeline.directInput=false} copies the whole input in, for measuring its effect.
+   */
+  private static final boolean DIRECT_INPUT = Tuning.DIRECT_INPUT.getBoolean();
+
   private void runOne(Plan plan, Buffer in, long inIndex, Buffer out, long outIndex,
       long count, DataType type, ReduceOp op) {
-    copyIn(in, inIndex, 0, count, type);
+    ByteBuffer directIn = DIRECT_INPUT && in instanceof ByteBuffer b && b.isDirect()
+        && b.order() == ByteOrder.nativeOrder() ? b : null;
+    long[][] peersRead = directIn != null ? runner.directInput(plan) : null;
+    if (peersRead == null) {
+      directIn = null;
+      copyIn(in, inIndex, 0, count, type);
+    } else {
+      for (int k = 0; k < peersRead[0].length; k++) {
+        copyIn(in, inIndex + peersRead[0][k], peersRead[0][k], peersRead[1][k], type);
+      }
+    }
     ByteBuffer direct = DIRECT_OUTPUT && out instanceof ByteBuffer b ? b : null;
-    if (!execute(plan, op, direct, outIndex * type.size())) {
+    if (!execute(plan, op, direct, outIndex * type.size(), directIn, inIndex * type.size())) {
       copyOut(0, out, outIndex, count, type);
     }
   }
@@ -985,8 +1003,15 @@ public final class HostCommunicator extends TypedForms implements Communicator {
    * there (two-shot's all-gather) and returns true when {@code out} then holds all of it.
    */
   private boolean execute(Plan plan, ReduceOp op, ByteBuffer out, long outOffset) {
+    return execute(plan, op, out, outOffset, null, 0);
+  }
+
+  /** {@link #execute(Plan, ReduceOp, ByteBuffer, long)}, own INPUT reads from {@code in}. */
+  private boolean execute(Plan plan, ReduceOp op, ByteBuffer out, long outOffset, ByteBuffer in,
+      long inOffset) {
     long t0 = System.nanoTime();
-    boolean done = runner.run(plan, ++sequence, 0, op, config.timeout(), out, outOffset);
+    boolean done = runner.run(plan, ++sequence, 0, op, config.timeout(), out, outOffset, in,
+        inOffset);
     CommStats.record(plan.algorithm(), plan.bytes(), System.nanoTime() - t0);
     return done;
   }

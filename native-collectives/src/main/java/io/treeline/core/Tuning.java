@@ -36,6 +36,10 @@ public enum Tuning {
   /** Whether two-shot's all-gather writes the caller's output itself. */
   DIRECT_OUTPUT("treeline.directOutput", "true", "Two-shot's all-gather writes a caller's "
       + "direct ByteBuffer output itself instead of copying the result out of shared memory."),
+  /** Whether a caller's input stands in for the registered input where peers do not read it. */
+  DIRECT_INPUT("treeline.directInput", "true", "A rank reads its own part of a caller's direct "
+      + "ByteBuffer input in place and copies into shared memory only what its peers read "
+      + "(two-shot: the other ranks' slices), instead of copying the whole input in."),
   /** Whether a waiting rank thread reads its TCP socket itself. */
   TCP_POLL_READ("treeline.tcpPollRead", "auto", "A rank thread that waits for a small message "
       + "reads its socket itself instead of waiting for the receiver thread. auto: where every "

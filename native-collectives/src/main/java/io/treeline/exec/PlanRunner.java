@@ -126,6 +126,19 @@ public final class PlanRunner implements AutoCloseable {
    */
   public boolean run(Plan plan, long sequence, long base, ReduceOp op, Duration timeout,
       ByteBuffer out, long outOffset) {
+    return run(plan, sequence, base, op, timeout, out, outOffset, null, 0);
+  }
+
+  /**
+   * {@link #run(Plan, long, long, ReduceOp, Duration, ByteBuffer, long)}, and with {@code in}
+   * (not null) this rank's own reads of its INPUT come from the caller's buffer {@code in} from
+   * byte {@code inOffset} instead of the registered INPUT: the caller then copies into INPUT only
+   * the regions the peers read ({@link #directInput}), and must pass {@code in} only for plans
+   * where that is not null. Two-shot on k ranks: a rank's own slice, 1/k of the message, is
+   * never copied in (half of the copy in at 2 ranks).
+   */
+  public boolean run(Plan plan, long sequence, long base, ReduceOp op, Duration timeout,
+      ByteBuffer out, long outOffset, ByteBuffer in, long inOffset) {
     List<Step> steps = plan.steps(rank);
     int es = plan.type().size();
     int divisor = plan.size();
@@ -134,6 +147,11 @@ public final class PlanRunner implements AutoCloseable {
     awaitRelease(timeout);
     PlanFacts f = facts(plan);
     boolean[] direct = out != null ? f.direct : null;
+    if (in != null && f.directInput == null) {
+      throw new IllegalArgumentException("rank " + rank + ": " + plan.algorithm()
+          + " reads this rank's INPUT in ways the caller's buffer cannot stand in for");
+    }
+    long shift = inOffset - base;
     String[] phase = f.phases;
     CallDescriptor call = f.calls[op.ordinal()];
     if (call == null) {
@@ -157,9 +175,9 @@ public final class PlanRunner implements AutoCloseable {
         messages.run(s, MessageSteps.peer(s), input, output, null, off, plan.type(), op,
             divisor, deadline, phase[NETWORK]);
       } else if (s instanceof Step.Copy x) {
-        peerBufs[0] = input;
+        peerBufs[0] = in != null ? in : input;
         threads.reduce(plan.type(), op, peerBufs, off, 1, output, s.count(), x.finish(),
-            divisor, deadline, timeout);
+            divisor, deadline, timeout, in != null ? 0 : -1, shift);
         peerBufs[0] = null;
       } else if (s instanceof Step.Signal x) {
         memory.signal(flagBase + x.phase());
@@ -168,13 +186,22 @@ public final class PlanRunner implements AutoCloseable {
         memory.await(x.peer(), flagBase + x.phase(), deadline, phase[INTRA]);
       } else if (s instanceof Step.ReduceFrom x) {
         int[] peers = x.peers();
+        int own = -1;
         for (int k = 0; k < peers.length; k++) {
-          peerBufs[k] = memory.buffer(peers[k], x.buf());
+          if (in != null && peers[k] == rank && x.buf() == Buf.INPUT) {
+            own = k;
+            peerBufs[k] = in;
+          } else {
+            peerBufs[k] = memory.buffer(peers[k], x.buf());
+          }
         }
         threads.reduce(plan.type(), op, peerBufs, off, peers.length, output, s.count(),
-            x.finish(), divisor, deadline, timeout);
+            x.finish(), divisor, deadline, timeout, own, shift);
         java.util.Arrays.fill(peerBufs, 0, peers.length, null);
       } else if (s instanceof Step.CopyFrom x) {
+        if (in != null && x.peer() == rank && x.buf() == Buf.INPUT) {
+          throw new AssertionError("directInput admits no CopyFrom of the own INPUT");
+        }
         if (direct != null && direct[i]) {
           threads.copy(plan.type(), memory.buffer(x.peer(), x.buf()), off, out,
               outOffset + s.offset() * es, s.count(), deadline, timeout);
@@ -245,9 +272,15 @@ public final class PlanRunner implements AutoCloseable {
     /** The other regions of this rank's OUTPUT the plan writes: copied out after the steps. */
     final long[] restOffset;
     final long[] restCount;
+    /**
+     * The regions of this rank's INPUT that other ranks read (ascending, disjoint), or null
+     * where the caller's buffer may not stand in for INPUT ({@link #directInput}).
+     */
+    final long[][] directInput;
 
     PlanFacts(Plan plan, int rank) {
       direct = directOutput(plan, rank);
+      directInput = directInput(plan, rank, direct);
       List<long[]> rest = new java.util.ArrayList<>();
       if (direct != null) {
         List<Step> steps = plan.steps(rank);
@@ -334,6 +367,88 @@ public final class PlanRunner implements AutoCloseable {
       }
     }
     return any && covered == plan.count() ? direct : null;
+  }
+
+  /**
+   * Where the caller's input buffer may stand in for this rank's registered INPUT in {@code
+   * plan}: the regions of INPUT the other ranks read, which the caller must copy in first, as
+   * {offsets, counts} in elements (ascending, disjoint); null where it may not, and then the
+   * whole input is copied in as before. Made once per plan; the call allocates nothing.
+   */
+  public long[][] directInput(Plan plan) {
+    return facts(plan).directInput;
+  }
+
+  /**
+   * The rule of {@link #directInput}: allreduce plans of peer-memory steps alone (a message step
+   * sends from INPUT), where the peers do not read all of this rank's INPUT (else nothing is
+   * saved: one-shot), no step of this rank copies from its own INPUT, and no own read of INPUT
+   * comes after a step that writes the caller's output directly over the same region (the
+   * caller may pass one buffer as input and output).
+   */
+  static long[][] directInput(Plan plan, int rank, boolean[] directOut) {
+    if (plan.collective() != io.treeline.plan.Collective.ALL_REDUCE) {
+      return null;
+    }
+    List<long[]> read = new java.util.ArrayList<>();
+    for (int r = 0; r < plan.size(); r++) {
+      for (Step s : plan.steps(r)) {
+        if (MessageSteps.isMessage(s) || !(s instanceof Step.ReduceFrom
+            || s instanceof Step.CopyFrom || s instanceof Step.Copy
+            || s instanceof Step.Signal || s instanceof Step.Wait)) {
+          return null;
+        }
+        if (s.count() == 0) {
+          continue;
+        }
+        if (r == rank && s instanceof Step.CopyFrom y && y.buf() == Buf.INPUT
+            && y.peer() == rank) {
+          return null;
+        }
+        boolean peerReads = r != rank && (s instanceof Step.ReduceFrom x && x.buf() == Buf.INPUT
+            && java.util.Arrays.stream(x.peers()).anyMatch(p -> p == rank)
+            || s instanceof Step.CopyFrom y && y.buf() == Buf.INPUT && y.peer() == rank);
+        if (peerReads) {
+          read.add(new long[] {s.offset(), s.offset() + s.count()});
+        }
+      }
+    }
+    List<Step> mine = plan.steps(rank);
+    for (int i = 0; directOut != null && i < mine.size(); i++) {
+      if (!directOut[i]) {
+        continue;
+      }
+      long lo = mine.get(i).offset();
+      long hi = lo + mine.get(i).count();
+      for (int j = i + 1; j < mine.size(); j++) {
+        Step s = mine.get(j);
+        boolean readsOwn = s instanceof Step.Copy
+            || s instanceof Step.ReduceFrom x && x.buf() == Buf.INPUT
+            && java.util.Arrays.stream(x.peers()).anyMatch(p -> p == rank);
+        if (readsOwn && s.offset() < hi && lo < s.offset() + s.count()) {
+          return null;
+        }
+      }
+    }
+    read.sort(java.util.Comparator.comparingLong(a -> a[0]));
+    List<long[]> merged = new java.util.ArrayList<>();
+    long total = 0;
+    for (long[] r : read) {
+      long[] last = merged.isEmpty() ? null : merged.get(merged.size() - 1);
+      if (last != null && r[0] <= last[1]) {
+        last[1] = Math.max(last[1], r[1]);
+      } else {
+        merged.add(new long[] {r[0], r[1]});
+      }
+    }
+    for (long[] m : merged) {
+      total += m[1] - m[0];
+    }
+    if (total >= plan.count()) {
+      return null;
+    }
+    return new long[][] {merged.stream().mapToLong(m -> m[0]).toArray(),
+        merged.stream().mapToLong(m -> m[1] - m[0]).toArray()};
   }
 
   private PlanFacts facts(Plan plan) {

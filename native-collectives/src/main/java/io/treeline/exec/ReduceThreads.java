@@ -104,10 +104,21 @@ public final class ReduceThreads implements AutoCloseable {
   public void reduce(DataType type, ReduceOp op, ByteBuffer[] src, long offset, int n,
       ByteBuffer dst, long count, boolean finish, int divisor, long deadline,
       Duration timeout) {
+    reduce(type, op, src, offset, n, dst, count, finish, divisor, deadline, timeout, -1, 0);
+  }
+
+  /**
+   * {@link #reduce}, with input {@code shifted} (none when negative) read {@code shift} bytes
+   * further on than the others: the caller's own buffer standing in for its registered INPUT
+   * ({@link PlanRunner}'s direct input), whose elements sit at another byte offset.
+   */
+  public void reduce(DataType type, ReduceOp op, ByteBuffer[] src, long offset, int n,
+      ByteBuffer dst, long count, boolean finish, int divisor, long deadline,
+      Duration timeout, int shifted, long shift) {
     int es = type.size();
     int parts = parts(count * es);
     if (parts == 1) {
-      reduceInline(type, op, src, offset, n, dst, count, finish, divisor);
+      reduceInline(type, op, src, offset, n, dst, count, finish, divisor, shifted, shift);
       return;
     }
     int align = Math.max(1, 64 / es); // parts start on cache lines
@@ -117,12 +128,12 @@ public final class ReduceThreads implements AutoCloseable {
       long lo = Math.min(count, units * k / parts * align);
       long hi = Math.min(count, units * (k + 1) / parts * align);
       helpers[k - 1].post(gen, type, op, src, n, offset + lo * es, dst, hi - lo, finish,
-          divisor);
+          divisor, shifted, shift);
     }
     long hi0 = Math.min(count, units / parts * align);
     Throwable mine = null;
     try {
-      reduceInline(type, op, src, offset, n, dst, hi0, finish, divisor);
+      reduceInline(type, op, src, offset, n, dst, hi0, finish, divisor, shifted, shift);
     } catch (RuntimeException | Error e) {
       mine = e;
     }
@@ -130,14 +141,15 @@ public final class ReduceThreads implements AutoCloseable {
   }
 
   private void reduceInline(DataType type, ReduceOp op, ByteBuffer[] src, long offset, int n,
-      ByteBuffer dst, long count, boolean finish, int divisor) {
+      ByteBuffer dst, long count, boolean finish, int divisor, int shifted, long shift) {
     long[] offs = ownOffsets;
     if (n == 1) {
-      reducer.copy(type, op, src[0], offset, dst, offset, count, finish, divisor);
+      reducer.copy(type, op, src[0], shifted == 0 ? offset + shift : offset, dst, offset, count,
+          finish, divisor);
       return;
     }
     for (int i = 0; i < n; i++) {
-      offs[i] = offset;
+      offs[i] = i == shifted ? offset + shift : offset;
     }
     reducer.reduce(type, op, src, offs, n, dst, offset, count, finish, divisor);
   }
@@ -250,14 +262,14 @@ public final class ReduceThreads implements AutoCloseable {
     }
 
     void post(long gen, DataType type, ReduceOp op, ByteBuffer[] from, int n, long offset,
-        ByteBuffer dst, long count, boolean finish, int divisor) {
+        ByteBuffer dst, long count, boolean finish, int divisor, int shifted, long shift) {
       this.copy = false;
       this.type = type;
       this.op = op;
       this.n = n;
       for (int i = 0; i < n; i++) {
         src[i] = from[i];
-        offsets[i] = offset;
+        offsets[i] = i == shifted ? offset + shift : offset;
       }
       this.dst = dst;
       this.dstOffset = offset;

@@ -120,6 +120,11 @@ public final class CollectiveCheck {
       allReduce(c, DataType.F32, ReduceOp.SUM, (1 << 20) / 4 + 3, 77);
       allReduce(c, DataType.BF16, ReduceOp.SUM, (1 << 20) / 2 + 3, 78);
       allReduce(c, DataType.F32, ReduceOp.SUM, (64 << 20) / 4, 79); // two 32 MiB windows
+      // in place: the caller's buffer is the input whose own slice is read where it lies and
+      // the output the peers' slices are gathered into
+      allReduce(c, DataType.F32, ReduceOp.SUM, (1 << 20) / 4 + 3, 80, true);
+      allReduce(c, DataType.BF16, ReduceOp.AVG, (1 << 20) / 2 + 5, 81, true);
+      allReduce(c, DataType.F32, ReduceOp.SUM, (64 << 20) / 4 + 11, 82, true); // windows
     }
   }
 
@@ -269,19 +274,25 @@ public final class CollectiveCheck {
   }
 
   private static void allReduce(HostCommunicator c, DataType t, ReduceOp op, long n, long seed) {
+    allReduce(c, t, op, n, seed, false);
+  }
+
+  private static void allReduce(HostCommunicator c, DataType t, ReduceOp op, long n, long seed,
+      boolean inPlace) {
     int size = c.size();
     ByteBuffer in = Elements.direct(n, t);
     for (int i = 0; i < n; i++) {
       Elements.put(in, i, value(seed, c.rank(), i, t, op), t);
     }
-    ByteBuffer out = Elements.direct(n, t);
+    ByteBuffer out = inPlace ? in : Elements.direct(n, t);
     c.allReduce(in, out, n, t, op);
     double[][] col = new double[size][1];
     for (int i = 0; i < n; i++) {
       for (int r = 0; r < size; r++) {
         col[r][0] = value(seed, r, i, t, op);
       }
-      compare(c, "allreduce " + t + " " + op + " n=" + n, col, out, i, t, op);
+      compare(c, "allreduce " + t + " " + op + " n=" + n + (inPlace ? " in place" : ""), col,
+          out, i, t, op);
     }
   }
 

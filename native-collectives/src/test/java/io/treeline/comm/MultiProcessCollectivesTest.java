@@ -42,6 +42,12 @@ class MultiProcessCollectivesTest {
     runRanks(new int[] {3, 1, 3}, "matrix", 300);
   }
 
+  /** One node: two-shot reads each rank's own slice from the caller's buffer (direct input). */
+  @Test
+  void oneMebibytePlusThreeAndSixtyFourMebibytesOnThreeRanksOfOneNodeAlsoInPlace() {
+    runRanks(new int[] {3}, "big", 300);
+  }
+
   @Test
   void oneMebibytePlusThreeAndSixtyFourMebibytesOnEightRanks() {
     runRanks(new int[] {4, 4}, "big", 300);
