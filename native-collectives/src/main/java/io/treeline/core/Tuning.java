@@ -34,12 +34,14 @@ public enum Tuning {
       + "pipelined in chunks of this many bytes per slice; 0, the default, runs whole phases "
       + "(pipelining measured no gain on 16 cores)."),
   /** Whether two-shot's all-gather writes the caller's output itself. */
-  DIRECT_OUTPUT("treeline.directOutput", "true", "Two-shot's all-gather writes a caller's "
-      + "direct ByteBuffer output itself instead of copying the result out of shared memory."),
+  DIRECT_OUTPUT("treeline.directOutput", "auto", "Two-shot's all-gather writes a caller's "
+      + "direct ByteBuffer output itself instead of copying the result out of shared memory. "
+      + "auto: where the host's ranks fit its cores; true or false force it."),
   /** Whether a caller's input stands in for the registered input where peers do not read it. */
-  DIRECT_INPUT("treeline.directInput", "true", "A rank reads its own part of a caller's direct "
+  DIRECT_INPUT("treeline.directInput", "auto", "A rank reads its own part of a caller's direct "
       + "ByteBuffer input in place and copies into shared memory only what its peers read "
-      + "(two-shot: the other ranks' slices), instead of copying the whole input in."),
+      + "(two-shot: the other ranks' slices), instead of copying the whole input in. auto: "
+      + "where the host's ranks fit its cores; true or false force it."),
   /** Whether a waiting rank thread reads its TCP socket itself. */
   TCP_POLL_READ("treeline.tcpPollRead", "auto", "A rank thread that waits for a small message "
       + "reads its socket itself instead of waiting for the receiver thread. auto: where every "
