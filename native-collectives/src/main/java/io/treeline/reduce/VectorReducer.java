@@ -63,6 +63,23 @@ public final class VectorReducer extends ArrayForms {
   private static final VectorSpecies<Double> SD = DoubleVector.SPECIES_PREFERRED;
   private static final VectorSpecies<Integer> SI = IntVector.SPECIES_PREFERRED;
   private static final VectorSpecies<Long> SL = LongVector.SPECIES_PREFERRED;
+  // The bf16 kernels' integer constants as vectors made once from the constant species, so that
+  // no loop broadcasts a scalar: on JDK 17, IntVector.and(int) and the like broadcast through the
+  // receiver's species, and in JVMs compiled under load C2 met that species as a value read from
+  // memory (-XX:+PrintIntrinsics: "missing constant: vclass=DecodeN etype=ConP vlen=LoadI", a
+  // failed broadcast), fell back to Java for it and boxed every vector of the loop for good.
+  // The f32 kernels, which broadcast nothing, never did (docs/BENCHMARKS.md, 2026-12-07).
+  // Likewise the bits change lanes through viewAsFloatingLanes / viewAsIntegralLanes, whose
+  // virtual call sits in IntVector / FloatVector, not reinterpretAsFloats / reinterpretAsInts,
+  // whose call sits in AbstractVector and whose receiver profile every vector class shares: with
+  // both changes, the bf16 SUM and AVG kernels kept no boxing in 14 of 14 JVMs with the other
+  // core busy, against 5 of 12 boxing before.
+  private static final IntVector HI16 = IntVector.broadcast(SI, 0xFFFF_0000);
+  private static final IntVector R7FFF = IntVector.broadcast(SI, 0x7FFF);
+  private static final IntVector ONE = IntVector.broadcast(SI, 1);
+  private static final IntVector QUIET = IntVector.broadcast(SI, 0x40);
+  private static final IntVector ABS = IntVector.broadcast(SI, 0x7FFF_FFFF);
+  private static final IntVector INF = IntVector.broadcast(SI, 0x7F80_0000);
 
   static {
     // Load DirectByteBufferR, the read-only subclass of DirectByteBuffer, before any kernel is
@@ -551,8 +568,9 @@ public final class VectorReducer extends ArrayForms {
     int i = 0;
     for (; i < bound; i += step) {
       IntVector pairs = li(from, fo + 2 * i);
-      bf16Even(pairs).intoByteBuffer(to, 4 * i, NO);
-      bf16Odd(pairs).intoByteBuffer(to, 4 * i + vb, NO);
+      pairs.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes().intoByteBuffer(to, 4 * i,
+          NO);
+      pairs.and(HI16).viewAsFloatingLanes().intoByteBuffer(to, 4 * i + vb, NO);
     }
     for (; i < len; i++) {
       to.putFloat(4 * i, HalfFloats.bf16ToFloat(from.getShort(fo + 2 * i)));
@@ -595,25 +613,54 @@ public final class VectorReducer extends ArrayForms {
     }
   }
 
-  /** The vector part of {@link #sumBf16}, {@code len} a multiple of 2 x SF.length(). */
+  /**
+   * The vector part of {@link #sumBf16}, {@code len} a multiple of 2 x SF.length(): the
+   * widening, the add and the rounding of {@link #f32ToBf16} written out, no helper taking or
+   * returning a vector (see the n-input kernels below): with such helpers (widen the halves,
+   * pack them) it boxed for good in 2 of 4 JVMs under load once the broadcasts were gone.
+   */
   private static void sumBf16(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d, int dO,
       int len) {
     for (int i = 0; i < len; i += 2 * SF.length()) {
-      IntVector x = li(a, ao + 2 * i);
-      IntVector y = li(b, bo + 2 * i);
-      packBf16(bf16Even(x).add(bf16Even(y)), bf16Odd(x).add(bf16Odd(y)))
-          .intoByteBuffer(d, dO + 2 * i, NO);
+      IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
+      IntVector y = IntVector.fromByteBuffer(SI, b, bo + 2 * i, NO);
+      IntVector e = x.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes()
+          .add(y.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes()).viewAsIntegralLanes();
+      IntVector od = x.and(HI16).viewAsFloatingLanes()
+          .add(y.and(HI16).viewAsFloatingLanes()).viewAsIntegralLanes();
+      IntVector eh = e.lanewise(VectorOperators.LSHR, 16);
+      IntVector oh = od.lanewise(VectorOperators.LSHR, 16);
+      IntVector er = e.add(R7FFF).add(eh.and(ONE)).lanewise(VectorOperators.LSHR, 16);
+      er = er.lanewise(VectorOperators.XOR, er.lanewise(VectorOperators.XOR, eh.or(QUIET))
+          .and(INF.sub(e.and(ABS)).lanewise(VectorOperators.ASHR, 31)));
+      IntVector or = od.add(R7FFF).add(oh.and(ONE)).lanewise(VectorOperators.LSHR, 16);
+      or = or.lanewise(VectorOperators.XOR, or.lanewise(VectorOperators.XOR, oh.or(QUIET))
+          .and(INF.sub(od.and(ABS)).lanewise(VectorOperators.ASHR, 31)));
+      er.or(or.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(d, dO + 2 * i, NO);
     }
   }
 
   /** As the above, divided: one method per loop keeps each small enough for C2 to inline. */
   private static void sumDivBf16(ByteBuffer a, int ao, ByteBuffer b, int bo, ByteBuffer d,
       int dO, int len, float div) {
+    FloatVector dv = FloatVector.broadcast(SF, div);
     for (int i = 0; i < len; i += 2 * SF.length()) {
-      IntVector x = li(a, ao + 2 * i);
-      IntVector y = li(b, bo + 2 * i);
-      packBf16(bf16Even(x).add(bf16Even(y)).div(div), bf16Odd(x).add(bf16Odd(y)).div(div))
-          .intoByteBuffer(d, dO + 2 * i, NO);
+      IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
+      IntVector y = IntVector.fromByteBuffer(SI, b, bo + 2 * i, NO);
+      IntVector e = x.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes()
+          .add(y.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes()).div(dv)
+          .viewAsIntegralLanes();
+      IntVector od = x.and(HI16).viewAsFloatingLanes()
+          .add(y.and(HI16).viewAsFloatingLanes()).div(dv).viewAsIntegralLanes();
+      IntVector eh = e.lanewise(VectorOperators.LSHR, 16);
+      IntVector oh = od.lanewise(VectorOperators.LSHR, 16);
+      IntVector er = e.add(R7FFF).add(eh.and(ONE)).lanewise(VectorOperators.LSHR, 16);
+      er = er.lanewise(VectorOperators.XOR, er.lanewise(VectorOperators.XOR, eh.or(QUIET))
+          .and(INF.sub(e.and(ABS)).lanewise(VectorOperators.ASHR, 31)));
+      IntVector or = od.add(R7FFF).add(oh.and(ONE)).lanewise(VectorOperators.LSHR, 16);
+      or = or.lanewise(VectorOperators.XOR, or.lanewise(VectorOperators.XOR, oh.or(QUIET))
+          .and(INF.sub(od.and(ABS)).lanewise(VectorOperators.ASHR, 31)));
+      er.or(or.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(d, dO + 2 * i, NO);
     }
   }
 
@@ -668,11 +715,11 @@ public final class VectorReducer extends ArrayForms {
     for (int i = 0; i < len; i += 2 * SF.length()) {
       IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
       IntVector y = IntVector.fromByteBuffer(SI, b, bo + 2 * i, NO);
-      x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats()
-          .add(y.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+      x.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes()
+          .add(y.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes())
           .intoByteBuffer(acc, 4 * i, NO);
-      x.and(0xFFFF_0000).reinterpretAsFloats()
-          .add(y.and(0xFFFF_0000).reinterpretAsFloats())
+      x.and(HI16).viewAsFloatingLanes()
+          .add(y.and(HI16).viewAsFloatingLanes())
           .intoByteBuffer(acc, 4 * i + vb, NO);
     }
   }
@@ -685,15 +732,15 @@ public final class VectorReducer extends ArrayForms {
       IntVector y = IntVector.fromByteBuffer(SI, b, bo + 2 * i, NO);
       IntVector z = IntVector.fromByteBuffer(SI, c, co + 2 * i, NO);
       IntVector w = IntVector.fromByteBuffer(SI, e, eo + 2 * i, NO);
-      x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats()
-          .add(y.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
-          .add(z.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
-          .add(w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+      x.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes()
+          .add(y.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes())
+          .add(z.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes())
+          .add(w.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes())
           .intoByteBuffer(acc, 4 * i, NO);
-      x.and(0xFFFF_0000).reinterpretAsFloats()
-          .add(y.and(0xFFFF_0000).reinterpretAsFloats())
-          .add(z.and(0xFFFF_0000).reinterpretAsFloats())
-          .add(w.and(0xFFFF_0000).reinterpretAsFloats())
+      x.and(HI16).viewAsFloatingLanes()
+          .add(y.and(HI16).viewAsFloatingLanes())
+          .add(z.and(HI16).viewAsFloatingLanes())
+          .add(w.and(HI16).viewAsFloatingLanes())
           .intoByteBuffer(acc, 4 * i + vb, NO);
     }
   }
@@ -706,14 +753,14 @@ public final class VectorReducer extends ArrayForms {
       IntVector y = IntVector.fromByteBuffer(SI, b, bo + 2 * i, NO);
       IntVector z = IntVector.fromByteBuffer(SI, c, co + 2 * i, NO);
       FloatVector.fromByteBuffer(SF, acc, 4 * i, NO)
-          .add(x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
-          .add(y.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
-          .add(z.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .add(x.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes())
+          .add(y.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes())
+          .add(z.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes())
           .intoByteBuffer(acc, 4 * i, NO);
       FloatVector.fromByteBuffer(SF, acc, 4 * i + vb, NO)
-          .add(x.and(0xFFFF_0000).reinterpretAsFloats())
-          .add(y.and(0xFFFF_0000).reinterpretAsFloats())
-          .add(z.and(0xFFFF_0000).reinterpretAsFloats())
+          .add(x.and(HI16).viewAsFloatingLanes())
+          .add(y.and(HI16).viewAsFloatingLanes())
+          .add(z.and(HI16).viewAsFloatingLanes())
           .intoByteBuffer(acc, 4 * i + vb, NO);
     }
   }
@@ -723,10 +770,10 @@ public final class VectorReducer extends ArrayForms {
     for (int i = 0; i < len; i += 2 * SF.length()) {
       IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
       FloatVector.fromByteBuffer(SF, acc, 4 * i, NO)
-          .add(x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .add(x.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes())
           .intoByteBuffer(acc, 4 * i, NO);
       FloatVector.fromByteBuffer(SF, acc, 4 * i + vb, NO)
-          .add(x.and(0xFFFF_0000).reinterpretAsFloats())
+          .add(x.and(HI16).viewAsFloatingLanes())
           .intoByteBuffer(acc, 4 * i + vb, NO);
     }
   }
@@ -738,12 +785,12 @@ public final class VectorReducer extends ArrayForms {
       IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
       IntVector y = IntVector.fromByteBuffer(SI, b, bo + 2 * i, NO);
       FloatVector.fromByteBuffer(SF, acc, 4 * i, NO)
-          .add(x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
-          .add(y.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats())
+          .add(x.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes())
+          .add(y.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes())
           .intoByteBuffer(acc, 4 * i, NO);
       FloatVector.fromByteBuffer(SF, acc, 4 * i + vb, NO)
-          .add(x.and(0xFFFF_0000).reinterpretAsFloats())
-          .add(y.and(0xFFFF_0000).reinterpretAsFloats())
+          .add(x.and(HI16).viewAsFloatingLanes())
+          .add(y.and(HI16).viewAsFloatingLanes())
           .intoByteBuffer(acc, 4 * i + vb, NO);
     }
   }
@@ -757,17 +804,17 @@ public final class VectorReducer extends ArrayForms {
     for (int i = 0; i < len; i += 2 * SF.length()) {
       IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
       IntVector e = FloatVector.fromByteBuffer(SF, acc, 4 * i, NO)
-          .add(x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats()).reinterpretAsInts();
+          .add(x.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes()).viewAsIntegralLanes();
       IntVector od = FloatVector.fromByteBuffer(SF, acc, 4 * i + vb, NO)
-          .add(x.and(0xFFFF_0000).reinterpretAsFloats()).reinterpretAsInts();
+          .add(x.and(HI16).viewAsFloatingLanes()).viewAsIntegralLanes();
       IntVector eh = e.lanewise(VectorOperators.LSHR, 16);
       IntVector oh = od.lanewise(VectorOperators.LSHR, 16);
-      IntVector er = e.add(0x7FFF).add(eh.and(1)).lanewise(VectorOperators.LSHR, 16);
-      er = er.lanewise(VectorOperators.XOR, er.lanewise(VectorOperators.XOR, eh.or(0x40))
-          .and(e.and(0x7FFF_FFFF).neg().add(0x7F80_0000).lanewise(VectorOperators.ASHR, 31)));
-      IntVector or = od.add(0x7FFF).add(oh.and(1)).lanewise(VectorOperators.LSHR, 16);
-      or = or.lanewise(VectorOperators.XOR, or.lanewise(VectorOperators.XOR, oh.or(0x40))
-          .and(od.and(0x7FFF_FFFF).neg().add(0x7F80_0000).lanewise(VectorOperators.ASHR, 31)));
+      IntVector er = e.add(R7FFF).add(eh.and(ONE)).lanewise(VectorOperators.LSHR, 16);
+      er = er.lanewise(VectorOperators.XOR, er.lanewise(VectorOperators.XOR, eh.or(QUIET))
+          .and(INF.sub(e.and(ABS)).lanewise(VectorOperators.ASHR, 31)));
+      IntVector or = od.add(R7FFF).add(oh.and(ONE)).lanewise(VectorOperators.LSHR, 16);
+      or = or.lanewise(VectorOperators.XOR, or.lanewise(VectorOperators.XOR, oh.or(QUIET))
+          .and(INF.sub(od.and(ABS)).lanewise(VectorOperators.ASHR, 31)));
       er.or(or.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(d, dO + 2 * i, NO);
     }
   }
@@ -775,36 +822,24 @@ public final class VectorReducer extends ArrayForms {
   /** d = round((acc + widen(a)) / div), as {@link #wlastBf16}. */
   private static void wlastDivBf16(ByteBuffer acc, int vb, ByteBuffer a, int ao, ByteBuffer d,
       int dO, int len, float div) {
+    FloatVector dv = FloatVector.broadcast(SF, div);
     for (int i = 0; i < len; i += 2 * SF.length()) {
       IntVector x = IntVector.fromByteBuffer(SI, a, ao + 2 * i, NO);
       IntVector e = FloatVector.fromByteBuffer(SF, acc, 4 * i, NO)
-          .add(x.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats()).div(div)
-          .reinterpretAsInts();
+          .add(x.lanewise(VectorOperators.LSHL, 16).viewAsFloatingLanes()).div(dv)
+          .viewAsIntegralLanes();
       IntVector od = FloatVector.fromByteBuffer(SF, acc, 4 * i + vb, NO)
-          .add(x.and(0xFFFF_0000).reinterpretAsFloats()).div(div).reinterpretAsInts();
+          .add(x.and(HI16).viewAsFloatingLanes()).div(dv).viewAsIntegralLanes();
       IntVector eh = e.lanewise(VectorOperators.LSHR, 16);
       IntVector oh = od.lanewise(VectorOperators.LSHR, 16);
-      IntVector er = e.add(0x7FFF).add(eh.and(1)).lanewise(VectorOperators.LSHR, 16);
-      er = er.lanewise(VectorOperators.XOR, er.lanewise(VectorOperators.XOR, eh.or(0x40))
-          .and(e.and(0x7FFF_FFFF).neg().add(0x7F80_0000).lanewise(VectorOperators.ASHR, 31)));
-      IntVector or = od.add(0x7FFF).add(oh.and(1)).lanewise(VectorOperators.LSHR, 16);
-      or = or.lanewise(VectorOperators.XOR, or.lanewise(VectorOperators.XOR, oh.or(0x40))
-          .and(od.and(0x7FFF_FFFF).neg().add(0x7F80_0000).lanewise(VectorOperators.ASHR, 31)));
+      IntVector er = e.add(R7FFF).add(eh.and(ONE)).lanewise(VectorOperators.LSHR, 16);
+      er = er.lanewise(VectorOperators.XOR, er.lanewise(VectorOperators.XOR, eh.or(QUIET))
+          .and(INF.sub(e.and(ABS)).lanewise(VectorOperators.ASHR, 31)));
+      IntVector or = od.add(R7FFF).add(oh.and(ONE)).lanewise(VectorOperators.LSHR, 16);
+      or = or.lanewise(VectorOperators.XOR, or.lanewise(VectorOperators.XOR, oh.or(QUIET))
+          .and(INF.sub(od.and(ABS)).lanewise(VectorOperators.ASHR, 31)));
       er.or(or.lanewise(VectorOperators.LSHL, 16)).intoByteBuffer(d, dO + 2 * i, NO);
     }
-  }
-
-  private static FloatVector bf16Even(IntVector pairs) {
-    return pairs.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
-  }
-
-  private static FloatVector bf16Odd(IntVector pairs) {
-    return pairs.and(0xFFFF_0000).reinterpretAsFloats();
-  }
-
-  private static IntVector packBf16(FloatVector even, FloatVector odd) {
-    return f32ToBf16(even.reinterpretAsInts())
-        .or(f32ToBf16(odd.reinterpretAsInts()).lanewise(VectorOperators.LSHL, 16));
   }
 
   /**
@@ -816,11 +851,11 @@ public final class VectorReducer extends ArrayForms {
    */
   private static IntVector f32ToBf16(IntVector bits) {
     IntVector high = bits.lanewise(VectorOperators.LSHR, 16);
-    IntVector rounded = bits.add(0x7FFF).add(high.and(1)).lanewise(VectorOperators.LSHR, 16);
-    IntVector nan = bits.and(0x7FFF_FFFF).neg().add(0x7F80_0000)
+    IntVector rounded = bits.add(R7FFF).add(high.and(ONE)).lanewise(VectorOperators.LSHR, 16);
+    IntVector nan = INF.sub(bits.and(ABS))
         .lanewise(VectorOperators.ASHR, 31);
     return rounded.lanewise(VectorOperators.XOR,
-        rounded.lanewise(VectorOperators.XOR, high.or(0x40)).and(nan));
+        rounded.lanewise(VectorOperators.XOR, high.or(QUIET)).and(nan));
   }
 
   // ---- loads ------------------------------------------------------------------------------
