@@ -976,8 +976,8 @@ public final class HostCommunicator extends TypedForms implements Communicator {
   /**
    * {@code treeline.directOutput} and {@code treeline.directInput}: auto turns them on where the
    * host's ranks fit its cores. Where they outnumber the cores, the caller's buffer touched
-   * between the plan's barriers left 4 ranks on 2 cores at 9.5-15.6 ms for 2 MiB in 21 of 21
-   * sweeps, against 0.8-3.8 ms in 8 of 9 with both off (2026-12-07, docs/BENCHMARKS.md); where
+   * between the plan's barriers left 4 ranks on 2 cores at 9.3-15.6 ms for 2 MiB in 25 of 25
+   * sweeps, against 0.8-7.5 ms in 14 of 15 with both off (2026-12-07, docs/BENCHMARKS.md); where
    * they fit, they save a sixth of a 4-rank call's traffic (output) and half the copy in at 2
    * ranks (input: 16 MiB 0.70-0.82x the time). true or false force them.
    */
