@@ -310,6 +310,30 @@ public final class PlanRunner implements AutoCloseable {
     return s instanceof Step.ReduceFrom || s instanceof Step.CopyFrom || s instanceof Step.Copy;
   }
 
+  /** An allreduce plan of peer-memory steps alone (no message step, no staged step). */
+  private static boolean peerMemoryAllReduce(Plan plan) {
+    if (plan.collective() != io.treeline.plan.Collective.ALL_REDUCE) {
+      return false;
+    }
+    for (int r = 0; r < plan.size(); r++) {
+      for (Step s : plan.steps(r)) {
+        if (MessageSteps.isMessage(s) || !(s instanceof Step.ReduceFrom
+            || s instanceof Step.CopyFrom || s instanceof Step.Copy
+            || s instanceof Step.Signal || s instanceof Step.Wait)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  /** Whether step {@code s} reads buffer {@code buf} of {@code rank}. */
+  private static boolean readsFrom(Step s, Buf buf, int rank) {
+    return s instanceof Step.ReduceFrom x && x.buf() == buf
+        && java.util.Arrays.stream(x.peers()).anyMatch(p -> p == rank)
+        || s instanceof Step.CopyFrom y && y.buf() == buf && y.peer() == rank;
+  }
+
   /**
    * Which of {@code rank}'s CopyFrom steps may write the caller's buffer instead of the
    * registered OUTPUT, or null for none. Only for allreduce plans of peer-memory steps alone
@@ -319,20 +343,13 @@ public final class PlanRunner implements AutoCloseable {
    * rank reduced is read by every peer, so it stays and is copied out after).
    */
   static boolean[] directOutput(Plan plan, int rank) {
-    if (plan.collective() != io.treeline.plan.Collective.ALL_REDUCE) {
+    if (!peerMemoryAllReduce(plan)) {
       return null;
     }
     List<long[]> readFromMe = new java.util.ArrayList<>();
     for (int r = 0; r < plan.size(); r++) {
       for (Step s : plan.steps(r)) {
-        if (MessageSteps.isMessage(s) || !(s instanceof Step.ReduceFrom
-            || s instanceof Step.CopyFrom || s instanceof Step.Copy
-            || s instanceof Step.Signal || s instanceof Step.Wait)) {
-          return null;
-        }
-        boolean reads = s instanceof Step.ReduceFrom x && x.buf() == Buf.OUTPUT
-            && java.util.Arrays.stream(x.peers()).anyMatch(p -> p == rank)
-            || s instanceof Step.CopyFrom y && y.buf() == Buf.OUTPUT && y.peer() == rank;
+        boolean reads = readsFrom(s, Buf.OUTPUT, rank);
         if (reads) {
           readFromMe.add(new long[] {s.offset(), s.offset() + s.count()});
         }
@@ -387,17 +404,12 @@ public final class PlanRunner implements AutoCloseable {
    * caller may pass one buffer as input and output).
    */
   static long[][] directInput(Plan plan, int rank, boolean[] directOut) {
-    if (plan.collective() != io.treeline.plan.Collective.ALL_REDUCE) {
+    if (!peerMemoryAllReduce(plan)) {
       return null;
     }
     List<long[]> read = new java.util.ArrayList<>();
     for (int r = 0; r < plan.size(); r++) {
       for (Step s : plan.steps(r)) {
-        if (MessageSteps.isMessage(s) || !(s instanceof Step.ReduceFrom
-            || s instanceof Step.CopyFrom || s instanceof Step.Copy
-            || s instanceof Step.Signal || s instanceof Step.Wait)) {
-          return null;
-        }
         if (s.count() == 0) {
           continue;
         }
@@ -405,9 +417,7 @@ public final class PlanRunner implements AutoCloseable {
             && y.peer() == rank) {
           return null;
         }
-        boolean peerReads = r != rank && (s instanceof Step.ReduceFrom x && x.buf() == Buf.INPUT
-            && java.util.Arrays.stream(x.peers()).anyMatch(p -> p == rank)
-            || s instanceof Step.CopyFrom y && y.buf() == Buf.INPUT && y.peer() == rank);
+        boolean peerReads = r != rank && readsFrom(s, Buf.INPUT, rank);
         if (peerReads) {
           read.add(new long[] {s.offset(), s.offset() + s.count()});
         }
